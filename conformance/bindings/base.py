@@ -1,0 +1,70 @@
+"""The vocabulary every binding shares with the engine."""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+KERNEL_PROTOCOL = "ctxconf-kernel/1"
+PROVIDER_PROTOCOL = "ctxconf-provider/1"
+
+
+class CallFailed(Exception):
+    """A call answered with an error: a gRPC status code name, a message, and the
+    ContextError the status carried, if any. Raised by whoever plays the callee."""
+
+    def __init__(self, code: str, message: str = "", context_error: dict | None = None):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.context_error = code, message, context_error
+
+    def to_json(self) -> dict:
+        data = {"code": self.code, "message": self.message}
+        if self.context_error is not None:
+            data["context_error"] = self.context_error
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CallFailed":
+        return cls(data.get("code", "UNKNOWN"), data.get("message", ""), data.get("context_error"))
+
+
+class Hang(Exception):
+    """The callee never answers. A binding that cannot hold a call open answers
+    DEADLINE_EXCEEDED instead, as the caller's transport would after its deadline."""
+
+
+def deadline_exceeded() -> CallFailed:
+    return CallFailed("DEADLINE_EXCEEDED", "no answer before the deadline")
+
+
+class HarnessError(Exception):
+    """The implementation crashed, hung, wrote garbage or broke the harness
+    protocol. The case gets status error; the run goes on."""
+
+
+class LaunchError(Exception):
+    """The implementation cannot be started at all (no such command, module or
+    factory): bad usage, exit code 2."""
+
+
+# on_callback(call, provider, request) -> result, or raises CallFailed / Hang.
+OnCallback = Callable[[str, "str | None", dict], dict]
+
+
+def no_callbacks(call: str, provider: str | None, request: dict) -> dict:
+    raise CallFailed("FAILED_PRECONDITION", f"no callbacks are expected during this op ({call})")
+
+
+class Binding(Protocol):
+    """One live connection to an implementation under test."""
+
+    name: str
+    features: tuple[str, ...]
+    implementation: dict
+
+    def start(self) -> dict: ...
+
+    def request(self, op: str, fields: dict, on_callback: OnCallback = no_callbacks) -> dict: ...
+
+    def close(self) -> None: ...
+
+    def stderr(self) -> str: ...

@@ -1,0 +1,156 @@
+"""A child process spoken to in JSON lines: the transport under the stdio
+bindings of both roles (DESIGN §5, §6).
+
+The child runs in its own process group, in a per-run working directory,
+with an allow-listed environment; every wait has a deadline; closing always
+leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from conformance.bindings.base import HarnessError, LaunchError
+
+ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV",
+                 "PYTHONPATH", "GOCACHE", "GOPATH")
+_EOF = object()
+
+
+def resolve_command(command: str, cwd: Path | None = None) -> list[str]:
+    """Split a command line; make arguments naming existing relative paths
+    absolute (the child runs elsewhere) and find the program on PATH."""
+    try:
+        args = shlex.split(command)
+    except ValueError as exc:
+        raise LaunchError(f"cannot parse command {command!r}: {exc}") from None
+    if not args:
+        raise LaunchError("the command is empty")
+    base = cwd or Path.cwd()
+    args = [str((base / a).resolve()) if not a.startswith("-") and (base / a).exists() and not os.path.isabs(a)
+            else a for a in args]
+    program = args[0] if os.sep in args[0] else shutil.which(args[0])
+    if not program or not os.access(program, os.X_OK):
+        raise LaunchError(f"cannot run {args[0]!r}: no such executable")
+    return [program, *args[1:]]
+
+
+def child_env(workdir: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
+    env = {k: os.environ[k] for k in (*ENV_ALLOWLIST, *extra) if k in os.environ}
+    env["TMPDIR"] = str(workdir)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+class JsonLinesProcess:
+    def __init__(self, command: str, workdir: Path, timeout: float, env_extra: tuple[str, ...] = (),
+                 extra_env: dict[str, str] | None = None):
+        self.args = resolve_command(command)
+        self.command = command
+        self.workdir = workdir
+        self.timeout = timeout
+        self.env = {**child_env(workdir, env_extra), **(extra_env or {})}
+        self.process: subprocess.Popen | None = None
+        self._lines: queue.Queue = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+
+    def start(self) -> None:
+        try:
+            self.process = subprocess.Popen(
+                self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=self.workdir, env=self.env, start_new_session=True)
+        except OSError as exc:
+            raise LaunchError(f"cannot start {self.command!r}: {exc.strerror}") from None
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self.process and self.process.stdout
+        for raw in self.process.stdout:
+            self._lines.put(raw)
+        self._lines.put(_EOF)
+
+    def _read_stderr(self) -> None:
+        assert self.process and self.process.stderr
+        for raw in self.process.stderr:
+            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def stderr(self) -> str:
+        return "\n".join(self._stderr)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def send(self, message: dict) -> None:
+        assert self.process and self.process.stdin
+        try:
+            self.process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            raise HarnessError(self._died("closed its stdin")) from None
+
+    def receive(self, timeout: float | None = None) -> dict:
+        wait = self.timeout if timeout is None else timeout
+        try:
+            raw = self._lines.get(timeout=wait)
+        except queue.Empty:
+            raise HarnessError(f"no answer within {wait:g}s (the per-call timeout; --timeout sets it)") from None
+        if raw is _EOF:
+            raise HarnessError(self._died("closed its stdout"))
+        try:
+            message = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            text = raw.decode("utf-8", "replace").strip()
+            raise HarnessError(f"wrote a line that is not JSON: {text[:200]!r}") from None
+        if not isinstance(message, dict):
+            raise HarnessError(f"wrote a JSON line that is not an object: {raw[:200]!r}")
+        return message
+
+    def _died(self, what: str) -> str:
+        code = self.process.poll() if self.process else None
+        if code is None and self.process:
+            try:
+                code = self.process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                code = None
+        tail = self.stderr()[-1500:]
+        status = f"exited with code {code}" if code is not None else "is still running"
+        return f"the implementation {what} ({status})" + (f"; stderr ends:\n{tail}" if tail else "")
+
+    def close(self, grace: float = 2.0) -> None:
+        """Wait briefly for the child to exit, then kill its whole process group."""
+        if not self.process:
+            return
+        try:
+            if self.process.stdin:
+                self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self.process.stdout, self.process.stderr):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass

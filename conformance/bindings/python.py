@@ -1,0 +1,112 @@
+"""The python binding: an in-process object built by MODULE:FACTORY.
+
+The object has one method per op, named like the op (hello, load, assemble,
+count_tokens, stop for kernels; hello, get_capabilities, configure,
+contribute, describe, stop for providers). Each takes the op's request
+fields as a dict and a `call(name, provider, request)` function for
+callbacks, and returns the op's result as a dict. `call` returns the
+callback's result or raises an exception carrying `code`, `message` and
+`context_error` (conformance.bindings.base.CallFailed).
+
+Messages cross as JSON round trips, so the object shares no state with the
+suite and sees exactly what a stdio shim would.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import traceback
+
+from conformance.bindings.base import (CallFailed, Hang, HarnessError, LaunchError, OnCallback,
+                                       deadline_exceeded, no_callbacks)
+
+
+def _json_copy(value):
+    return json.loads(json.dumps(value))
+
+
+def load_factory(target: str):
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise LaunchError(f"--python expects MODULE:FACTORY, got {target!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise LaunchError(f"cannot import {module_name!r}: {exc}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise LaunchError(f"{module_name!r} has no callable {attr!r}")
+    return factory
+
+
+class PythonBinding:
+    name = "python"
+
+    def __init__(self, target: str, protocol: str, timeout: float, factory=None):
+        self.factory = factory or load_factory(target)
+        self.target = target
+        self.protocol = protocol
+        self.timeout = timeout
+        self.obj = None
+        self.features: tuple[str, ...] = ()
+        self.implementation: dict = {}
+        self.broken = False
+
+    def start(self) -> dict:
+        try:
+            self.obj = self.factory()
+        except Exception:
+            raise HarnessError("the factory raised:\n" + traceback.format_exc(limit=6)) from None
+        hello = self.request("hello", {"protocol": self.protocol})
+        self.implementation = hello.get("implementation", {}) if isinstance(hello, dict) else {}
+        self.features = tuple(hello.get("features", ())) if isinstance(hello, dict) else ()
+        return hello
+
+    def request(self, op: str, fields: dict, on_callback: OnCallback = no_callbacks) -> dict:
+        if self.broken:
+            raise HarnessError("the implementation is no longer usable after an earlier error")
+        method = getattr(self.obj, op, None)
+        if not callable(method):
+            raise HarnessError(f"the object has no {op}() method")
+
+        def call(name: str, provider: str | None, request: dict) -> dict:
+            try:
+                return _json_copy(on_callback(name, provider, _json_copy(request)))
+            except Hang:
+                raise deadline_exceeded() from None
+            except CallFailed as failure:
+                raise CallFailed(failure.code, failure.message, _json_copy(failure.context_error)) from None
+
+        outcome: dict = {}
+
+        def run() -> None:
+            try:
+                outcome["result"] = _json_copy(method(_json_copy(fields), call))
+            except Exception:
+                outcome["error"] = traceback.format_exc(limit=8)
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            self.broken = True  # the thread cannot be stopped; the object is abandoned
+            raise HarnessError(f"{op} did not return within {self.timeout:g}s")
+        if "error" in outcome:
+            raise HarnessError(f"{op} raised:\n{outcome['error']}")
+        if not isinstance(outcome.get("result"), dict):
+            raise HarnessError(f"{op} returned {type(outcome.get('result')).__name__}, not a dict")
+        return outcome["result"]
+
+    def stderr(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        stop = getattr(self.obj, "stop", None)
+        if callable(stop) and not self.broken:
+            try:
+                stop({}, no_callbacks)
+            except Exception:
+                pass
+        self.obj = None

@@ -1,0 +1,144 @@
+"""The requirements catalog and the rulings: loading, and checking anchors
+against a copy of the spec."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from conformance import paths
+from conformance.schemas import InputError, check
+
+NORMATIVE = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT")
+BLOCKING = ("MUST", "MUST NOT")  # a failure of these makes an implementation non-conformant
+KERNEL_ROLES = ("kernel", "kernel-config-load")
+PROVIDER_ROLES = ("provider", "compactor")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    level: str
+    binds: str
+    summary: str
+    anchor: str
+    testable: bool
+    also: tuple[str, ...] = ()
+    implied: bool = False
+    reason: str = ""
+    note: str = ""
+    retired: bool = False
+
+    @property
+    def normative(self) -> bool:
+        return self.level in NORMATIVE
+
+    @property
+    def blocking(self) -> bool:
+        return self.level in BLOCKING
+
+
+@dataclass(frozen=True)
+class Ruling:
+    id: str
+    question: str
+    anchors: tuple[str, ...]
+    ruling: str
+    reasoning: str
+    applies: str
+    tests: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    spec_revision: str
+    requirements: dict[str, Requirement]
+    rulings: dict[str, Ruling] = field(default_factory=dict)
+
+    def for_roles(self, roles: tuple[str, ...]) -> list[Requirement]:
+        return [r for r in self.requirements.values() if r.binds in roles and not r.retired]
+
+
+def _load_yaml(path: Path) -> object:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(str(path), f"not valid YAML: {exc}") from None
+
+
+def _unique(items: list[dict], source: str) -> None:
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if item["id"] in seen:
+            raise InputError(source, f"duplicate id {item['id']}", f"[{index}].id")
+        seen.add(item["id"])
+
+
+@lru_cache(maxsize=None)
+def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS) -> Catalog:
+    req_doc = _load_yaml(requirements)
+    check("catalog.json#/$defs/Requirements", req_doc, str(requirements))
+    _unique(req_doc["requirements"], str(requirements))
+    rul_doc = _load_yaml(rulings)
+    check("catalog.json#/$defs/Rulings", rul_doc, str(rulings))
+    _unique(rul_doc["rulings"], str(rulings))
+    reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ()))}) for r in req_doc["requirements"]}
+    ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"])}) for r in rul_doc["rulings"]}
+    return Catalog(req_doc["spec_revision"], reqs, ruls)
+
+
+# --- spec anchors ----------------------------------------------------------------
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's heading anchor: lowercase, punctuation stripped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # links keep their text
+    text = re.sub(r"[^\w\- ]", "", text.lower())
+    return text.replace(" ", "-")
+
+
+def anchors_in(markdown: str) -> set[str]:
+    found: set[str] = set()
+    counts: dict[str, int] = {}
+    in_fence = False
+    for line in markdown.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        match = None if in_fence else _HEADING.match(line)
+        if match:
+            anchor = github_anchor(match.group(2))
+            n = counts.get(anchor, 0)
+            counts[anchor] = n + 1
+            found.add(anchor if n == 0 else f"{anchor}-{n}")
+    return found
+
+
+def missing_anchors(catalog: Catalog, spec_dir: Path, extra: dict[str, list[str]] | None = None) -> list[str]:
+    """Citations of `file.md#anchor` that the spec copy does not have."""
+    cache: dict[str, set[str] | None] = {}
+
+    def exists(ref: str) -> bool:
+        file, _, anchor = ref.partition("#")
+        if file not in cache:
+            path = spec_dir / file
+            cache[file] = anchors_in(path.read_text(encoding="utf-8")) if path.is_file() else None
+        return cache[file] is not None and anchor in cache[file]
+
+    cited: list[tuple[str, str]] = []
+    for r in catalog.requirements.values():
+        cited += [(r.id, a) for a in (r.anchor, *r.also)]
+    for r in catalog.rulings.values():
+        cited += [(r.id, a) for a in r.anchors]
+    for owner, refs in (extra or {}).items():
+        cited += [(owner, a) for a in refs]
+    return [f"{owner}: {ref}" for owner, ref in cited if not exists(ref)]

@@ -1,0 +1,175 @@
+"""The ctxconf command line.
+
+    ctxconf kernel [--python MOD:FACTORY | --stdio CMD] [--report FILE] ...
+    ctxconf requirements [--spec DIR]
+
+Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
+(or gaps), 2 bad usage or bad input files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conformance import __version__, catalog as catalog_mod, coverage, vectors as vectors_mod
+from conformance.bindings.base import KERNEL_PROTOCOL, LaunchError
+from conformance.bindings.python import PythonBinding
+from conformance.bindings.stdio import StdioBinding
+from conformance.engine.connection import Connection
+from conformance.engine.kernel_run import run_vectors
+from conformance.reports import badge, console, json_report, junit, markdown
+from conformance.reports.verdict import CONFORMANT, build
+from conformance.schemas import InputError
+
+REFERENCE_KERNEL = "conformance.reference.kernel:create"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (InputError, LaunchError) as exc:
+        print(f"ctxconf: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ctxconf: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxconf", description="Conformance suite for the pluggableharness "
+                                     "context-provider protocol.")
+    parser.add_argument("--version", action="version", version=f"ctxconf {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    kernel = commands.add_parser("kernel", help="certify a kernel's context-assemble loop",
+                                 description="Certify a kernel. With no target, the bundled reference kernel.")
+    target = kernel.add_mutually_exclusive_group()
+    target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process kernel object (python binding)")
+    target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-kernel/1 on stdin/stdout")
+    _run_options(kernel)
+    kernel.set_defaults(func=_kernel)
+
+    reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
+                               description="Print the requirements coverage matrix. Exits 1 when a testable "
+                               "MUST/MUST NOT/SHOULD has no vector, or (with --spec) an anchor is missing.")
+    reqs.add_argument("--spec", type=Path, metavar="DIR", help="a copy of docs/specifications to check anchors against")
+    reqs.add_argument("--role", choices=("kernel", "provider", "all"), default="all",
+                      help="which side's gaps fail the gate (default: all)")
+    reqs.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
+    reqs.set_defaults(func=_requirements)
+    return parser
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write the JSON report here")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
+    parser.add_argument("--badge", type=Path, metavar="DIR", help="write badge.svg and badge.json (shields.io endpoint) here")
+    parser.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
+    parser.add_argument("-k", "--filter", metavar="TEXT", help="only cases whose id contains TEXT")
+    parser.add_argument("--baseline", type=Path, metavar="FILE", help="expected failures (YAML list of "
+                        "{requirement, case?, reason}); listed failures become xfail")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="per-call timeout for the implementation (default: 10)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME",
+                        help="also pass this environment variable to a launched implementation")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show every failure and untested requirement")
+
+
+def _kernel(args: argparse.Namespace) -> int:
+    catalog = catalog_mod.load()
+    selected = _select(vectors_mod.load_dir("kernel", catalog, args.vectors), args.filter)
+    baseline = _baseline(args.baseline)
+    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
+        if args.stdio:
+            binding_name = "stdio"
+            opener = lambda: StdioBinding(args.stdio, KERNEL_PROTOCOL, "kernel-protocol.json", Path(workdir),
+                                          args.timeout, tuple(args.env))
+        else:
+            binding_name = "python"
+            target = args.python or REFERENCE_KERNEL
+            PythonBinding(target, KERNEL_PROTOCOL, args.timeout)  # fail fast on a bad MOD:FACTORY
+            opener = lambda: PythonBinding(target, KERNEL_PROTOCOL, args.timeout)
+        started = time.perf_counter()
+        with Connection(opener) as connection:
+            _first_start(connection)
+            cases = run_vectors(connection, selected)
+            implementation = connection.implementation
+    report = build(catalog, catalog_mod.KERNEL_ROLES, "kernel", cases, binding_name, implementation,
+                   time.perf_counter() - started, baseline)
+    return _emit(report, args)
+
+
+def _first_start(connection: Connection) -> None:
+    """Start once up front so a command that cannot run at all is a usage error (exit 2)."""
+    try:
+        connection.binding()
+    except LaunchError:
+        raise
+    except Exception:
+        pass  # a harness error here is reported per case
+
+
+def _select(vectors: list, text: str | None) -> list:
+    chosen = [v for v in vectors if not text or text in v.id]
+    if not chosen:
+        raise InputError("--filter", f"no case id contains {text!r}")
+    return chosen
+
+
+def _baseline(path: Path | None) -> list[dict] | None:
+    if path is None:
+        return None
+    data = vectors_mod.read_yaml(path)
+    entries = data.get("expected_failures") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise InputError(str(path), "expected a list of {requirement, case?, reason} (or expected_failures: [...])")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("requirement"), str):
+            raise InputError(str(path), "each entry needs a requirement id", f"[{i}].requirement")
+    return entries
+
+
+def _emit(report, args: argparse.Namespace) -> int:
+    console.print_report(report, verbose=args.verbose)
+    outputs = [(args.report, lambda: json.dumps(json_report.to_json(report), indent=2, ensure_ascii=False) + "\n"),
+               (args.junit, lambda: junit.to_xml(report)), (args.markdown, lambda: markdown.to_markdown(report))]
+    for path, render in outputs:
+        if path:
+            _write(path, render())
+    if args.badge:
+        _write(args.badge / "badge.svg", badge.svg(report))
+        _write(args.badge / "badge.json", json.dumps(badge.endpoint(report)) + "\n")
+    return 0 if report.verdict == CONFORMANT else 1
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write: {exc.strerror}") from None
+
+
+def _requirements(args: argparse.Namespace) -> int:
+    catalog = catalog_mod.load()
+    matrix = coverage.build(catalog, args.vectors)
+    print(coverage.render(matrix))
+    roles = {"kernel": catalog_mod.KERNEL_ROLES, "provider": catalog_mod.PROVIDER_ROLES,
+             "all": catalog_mod.KERNEL_ROLES + catalog_mod.PROVIDER_ROLES}[args.role]
+    problems = coverage.gaps(matrix, roles)
+    if args.spec:
+        if not args.spec.is_dir():
+            raise InputError(str(args.spec), "not a directory")
+        vector_anchors = {}
+        problems += [f"anchor not in the spec: {m}" for m in catalog_mod.missing_anchors(catalog, args.spec, vector_anchors)]
+    for problem in problems:
+        print(f"GAP: {problem}", file=sys.stderr)
+    return 1 if problems else 0

@@ -1,0 +1,155 @@
+"""The explicit expectations a vector writes under each requirement ID.
+
+`observation` is a plain dict of what was seen (the final chain, the calls,
+the diagnostics, ...); each assertion key compares one part of it. An
+assertion about something the observation lacks is a failure, never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conformance.engine.matching import match
+from conformance.engine.results import Finding
+
+
+def check(expect: dict, observation: dict, where: str) -> list[Finding]:
+    findings = []
+    for requirement, assertions in expect.items():
+        problems = evaluate(assertions, observation)
+        findings.append(Finding(requirement, not problems, "; ".join(problems), where))
+    return findings
+
+
+def evaluate(assertions: dict, seen: dict) -> list[str]:
+    problems: list[str] = []
+    for key, want in assertions.items():
+        problems += _ASSERTIONS[key](want, seen)
+    return problems
+
+
+def _needs(seen: dict, key: str) -> list[str]:
+    return [] if key in seen else [f"nothing observed for {key}"]
+
+
+def _chain(want, seen):
+    return _needs(seen, "chain") or [f"chain: {p}" for p in match(want, seen["chain"])]
+
+
+def _calls(want, seen):
+    got = seen.get("calls")
+    return [] if got == want else [f"Contribute calls: expected {want}, got {got}"]
+
+
+def _contribute_calls(want, seen):
+    counts = seen.get("contribute_calls", {})
+    return [f"Contribute calls to {name}: expected {n}, got {counts.get(name, 0)}"
+            for name, n in want.items() if counts.get(name, 0) != n]
+
+
+def _requests(want, seen):
+    problems = []
+    for provider, matcher in want.items():
+        request = seen.get("requests", {}).get(provider)
+        if request is None:
+            problems.append(f"{provider} was never sent a ContextRequest")
+        else:
+            problems += [f"request to {provider}: {p}" for p in match(matcher, request)]
+    return problems
+
+
+def _diagnostics(want, seen):
+    pool = list(seen.get("diagnostics", []))
+    problems = []
+    for matcher in want:
+        for i, diagnostic in enumerate(pool):
+            if _diagnostic_matches(matcher, diagnostic):
+                del pool[i]
+                break
+        else:
+            problems.append(f"no diagnostic matching {matcher}; diagnostics were "
+                            f"{[(d.get('provider'), d.get('category')) for d in seen.get('diagnostics', [])]}")
+    return problems
+
+
+def _diagnostic_matches(matcher: dict, diagnostic: dict) -> bool:
+    for key, want in matcher.items():
+        if key == "message_contains":
+            if want not in str(diagnostic.get("message", "")):
+                return False
+        elif diagnostic.get(key) != want:
+            return False
+    return True
+
+
+def _no_diagnostics_for(want, seen):
+    return [f"unexpected diagnostic for {d.get('provider')}: {d.get('category')}"
+            for d in seen.get("diagnostics", []) if d.get("provider") in want]
+
+
+def _turn_failed(want, seen):
+    got = seen.get("turn_failed")
+    return [] if got is want else [f"turn_failed: expected {want}, got {got}"]
+
+
+def _turn_error(want, seen):
+    text = json.dumps(seen.get("turn_error"), ensure_ascii=False)
+    return [] if want["contains"] in text else [f"the turn error does not mention {want['contains']!r}: {text[:200]}"]
+
+
+def _history(want, seen):
+    return _needs(seen, "history") or [f"history: {p}" for p in match(want, seen["history"])]
+
+
+def _prompt(want, seen):
+    prompt = seen.get("prompt")
+    if prompt is None:
+        return ["nothing observed for prompt"]
+    problems = [f"the prompt lacks {s!r}" for s in want.get("contains", []) if s not in prompt]
+    problems += [f"the prompt holds {s!r}" for s in want.get("excludes", []) if s in prompt]
+    position = 0
+    for s in want.get("in_order", []):
+        found = prompt.find(s, position)
+        if found < 0:
+            problems.append(f"the prompt lacks {s!r} after position {position}")
+            break
+        position = found + len(s)
+    return problems
+
+
+def _warnings(want, seen):
+    codes = seen.get("warnings")
+    if codes is None:
+        return ["nothing observed for warnings"]
+    return [f"no load warning {c!r} (got {sorted(codes)})" for c in want if c not in codes]
+
+
+def _no_warnings(want, seen):
+    codes = seen.get("warnings")
+    if codes is None:
+        return ["nothing observed for warnings"]
+    return [f"unexpected load warning {c!r}" for c in want if c in codes]
+
+
+def _scalar(key):
+    def compare(want, seen):
+        if key not in seen:
+            return [f"nothing observed for {key}"]
+        return [] if seen[key] == want and type(seen[key]) is type(want) else [f"{key}: expected {want!r}, got {seen[key]!r}"]
+    return compare
+
+
+def _one_of(alternatives, seen):
+    outcomes = [evaluate(a, seen) for a in alternatives]
+    if any(not problems for problems in outcomes):
+        return []
+    return ["none of the accepted behaviours holds: " + " | ".join(
+        f"({i + 1}) " + "; ".join(p) for i, p in enumerate(outcomes))]
+
+
+_ASSERTIONS = {
+    "chain": _chain, "calls": _calls, "contribute_calls": _contribute_calls, "requests": _requests,
+    "diagnostics": _diagnostics, "no_diagnostics_for": _no_diagnostics_for, "turn_failed": _turn_failed,
+    "turn_error": _turn_error, "history": _history, "prompt": _prompt, "warnings": _warnings,
+    "no_warnings": _no_warnings, "count": _scalar("count"), "exact": _scalar("exact"), "one_of": _one_of,
+}

@@ -1,0 +1,93 @@
+"""The context providers (and model tokenizers) the suite plays while a kernel
+is certified. Each answers the kernel's callbacks from its script."""
+
+from __future__ import annotations
+
+import copy
+
+from conformance.bindings.base import CallFailed, Hang
+from conformance.engine import shorthand
+from conformance.engine.scenario import FakeProvider, KernelScenario, Turn
+from conformance.wire import forms, tokens
+
+
+class FakeProviders:
+    def __init__(self, scenario: KernelScenario):
+        self.scenario = scenario
+        self.turn: Turn | None = None
+
+    def answer(self, call: str, provider: str | None, request: dict) -> dict:
+        """The result for one callback, or CallFailed / Hang."""
+        if call == "CountTokens":
+            return self._count_tokens(request)
+        fake = self._find(provider)
+        if call == "GetCapabilities":
+            return {"capabilities": copy.deepcopy(fake.capabilities)}
+        if call == "Configure":
+            return {}
+        if call == "Describe":
+            return {"producer": {"name": fake.name, "version": "0.0.0", "source": "ctxconf/fake",
+                                 "category": "CATEGORY_CONTEXT", "protocol_version": 1}}
+        if call == "Contribute":
+            return self._contribute(fake, request)
+        raise CallFailed("UNIMPLEMENTED", f"the suite does not serve {call}")
+
+    def _find(self, name: str | None) -> FakeProvider:
+        for fake in self.scenario.providers:
+            if fake.name == name:
+                return fake
+        raise CallFailed("NOT_FOUND", f"no provider named {name!r} was declared")
+
+    def _count_tokens(self, request: dict) -> dict:
+        ref = request.get("model_ref") or {}
+        for model in self.scenario.models:
+            if model.count_tokens and model.id == ref.get("id"):
+                return {"count": tokens.suite_tokenizer_count(request.get("content", [])), "exact": True}
+        raise CallFailed("UNIMPLEMENTED", f"model {ref.get('id')!r} has no tokenizer; use the fallback formula")
+
+    def _contribute(self, fake: FakeProvider, request: dict) -> dict:
+        action = fake.action(self.turn.index if self.turn else 0)
+        if action.get("hang"):
+            raise Hang()
+        if "error" in action:
+            error = action["error"]
+            context_error = error.get("context_error")
+            raise CallFailed(error["code"], error.get("message", ""),
+                             forms.normalize("ContextError", context_error) if context_error else None)
+        model = self.scenario.model(self.turn.input["model"]) if self.turn else self.scenario.models[0]
+
+        def make(specs: list[dict]) -> list[dict]:
+            return [shorthand.section(s, fake.name, fake.stability, model.count) for s in specs]
+
+        if "chain" in action:
+            sections = make(action["chain"])
+        elif "delta" in action:
+            sections = make(action["delta"])
+        else:
+            sections = _rework(request.get("prior_sections", []), action, model.count)
+            if "insert" in action:
+                at = action["insert"]["index"]
+                sections[at:at] = make(action["insert"]["sections"])
+            sections = make(action.get("prepend", [])) + sections + make(action.get("append", []))
+        reply: dict = {"sections": sections}
+        if "rewritten_history" in action:
+            reply["rewritten_history"] = shorthand.messages(action["rewritten_history"])
+        return reply
+
+
+def _rework(prior: list[dict], action: dict, count) -> list[dict]:
+    """Apply edit, drop and reorder (all by index into the prior chain)."""
+    chain = copy.deepcopy(prior)
+    for edit in action.get("edit", []):
+        if edit["index"] >= len(chain):
+            continue
+        target = chain[edit["index"]]
+        for key in ("label", "provider", "truncated", "stability", "tokens"):
+            if key in edit:
+                target[key] = edit[key]
+        if "text" in edit:
+            target["content"] = shorthand.blocks([{"text": edit["text"]}])
+            target["tokens"] = edit.get("tokens", count(target["content"]))
+    order = action.get("reorder", range(len(chain)))
+    dropped = set(action.get("drop", ()))
+    return [chain[i] for i in order if i < len(chain) and i not in dropped]

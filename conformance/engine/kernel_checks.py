@@ -1,0 +1,400 @@
+"""Judging a kernel transcript: the invariants every turn of every case must
+hold (whatever the vector, and whatever scenario the property tests generate),
+then the vector's own explicit expectations.
+
+Each finding cites the one requirement its observation evidences. The rules
+for what a kernel may do with a reply live in kernel_judge; this module walks
+the transcript in order, keeps the conversation a conforming kernel would
+have, and compares.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from conformance.engine import expectations
+from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
+from conformance.engine.kernel_judge import Judgment, Outcome, judge_failure, judge_reply
+from conformance.engine.results import Finding
+from conformance.engine.scenario import KernelScenario, Model
+from conformance.wire import tokens
+
+HARNESS = "harness"  # a finding about the harness protocol, not the spec: the case errors
+
+# The requirements these invariants can report on, for the coverage matrix.
+COVERS = frozenset({
+    "K-FIRE-EACH-TURN", "K-DECLARATION-ORDER", "K-SEQUENTIAL", "K-PRIOR-SECTIONS", "K-TOKEN-BUDGET",
+    "K-MODEL-TARGET", "K-EFFECTIVE-CEILING", "K-TURN-FIELDS", "K-HISTORY-TO-COMPACTOR",
+    "K-HISTORY-NOT-TO-OTHERS", "K-HISTORY-TOKENS", "K-ASSEMBLED-LAST-TURN", "K-BUDGET-VALIDATE",
+    "K-BUDGET-REJECT", "K-TRUNCATED-NOT-ENOUGH", "K-BUDGET-NO-TURN-FAIL", "K-NO-KERNEL-CUT",
+    "K-COMPACTOR-BUDGET", "K-NON-TEXT-REJECT", "K-PROMPT-BOUNDARIES", "K-SCOPE-DISCARD", "K-SCOPE-LOG",
+    "K-SCOPE-NO-FAIL", "K-APPLY-REWRITTEN-HISTORY", "K-REWRITE-COMPACTOR-ONLY", "K-ERR-SOURCE-UNAVAILABLE",
+    "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION", "K-ERR-INVALID-REQUEST-NO-RETRY",
+    "K-ERR-INVALID-REQUEST-LOG", "K-ERR-UNKNOWN-RAW-MESSAGE", "K-NO-SILENT-FALLBACK",
+    "K-TRANSFORM-ERROR-SURFACED", "K-TIMEOUT", "K-COUNT-FALLBACK-FORMULA", "K-COUNT-RESOLUTION",
+    "K-COUNT-EXACT-FLAG", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
+})
+
+
+@dataclass
+class SessionState:
+    """The conversation a conforming kernel keeps for one session."""
+    history: list[dict] = field(default_factory=list)
+    last_total: int | None = 0          # None: unknown (the previous turn failed)
+    rewritten: bool = False             # a rewrite was applied earlier in the session
+    before_rewrite: list[dict] | None = None
+
+
+def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding]:
+    findings: list[Finding] = []
+    if transcript.load is not None:
+        codes = {w["code"] for w in transcript.load["warnings"]}
+        findings += check_load(scenario, codes)
+        findings += expectations.check(scenario.expect_load, {"warnings": codes}, "load")
+    sessions: dict[str, SessionState] = {}
+    for number, record in enumerate(transcript.turns, 1):
+        if record.result is None:
+            continue
+        where = f"turn {number}"
+        if record.turn.kind == "count_tokens":
+            findings += check_count(scenario, record, where)
+        else:
+            findings += TurnCheck(scenario, sessions, record, where, transcript.features).run()
+        findings += expectations.check(record.turn.expect, observation(record, transcript), where)
+    return findings
+
+
+def observation(record: TurnRecord, transcript: Transcript) -> dict:
+    result = record.result or {}
+    if record.turn.kind == "count_tokens":
+        return {"count": result.get("count"), "exact": result.get("exact")}
+    calls = record.contributes()
+    requests: dict[str, dict] = {}
+    for call in calls:
+        requests.setdefault(call.provider, call.request)
+    return {
+        "chain": result.get("sections"), "calls": [c.provider for c in calls],
+        "contribute_calls": Counter(c.provider for c in calls), "requests": requests,
+        "diagnostics": result.get("diagnostics", []), "turn_failed": result.get("turn_failed"),
+        "turn_error": result.get("error"), "history": result.get("history"), "prompt": result.get("prompt"),
+    }
+
+
+# --- config load ------------------------------------------------------------------
+
+def dynamic_before_static(stabilities: list[str]) -> bool:
+    first_static_after = False
+    seen_dynamic = False
+    for stability in stabilities:
+        seen_dynamic = seen_dynamic or stability == "STABILITY_DYNAMIC"
+        first_static_after = first_static_after or (seen_dynamic and stability == "STABILITY_STATIC")
+    return first_static_after
+
+
+def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
+    total = sum(p.cap for p in scenario.providers)
+    routing = [scenario.model(m) for m in (scenario.primary_model, *scenario.fallback_models)]
+    smallest = min(m.effective_ceiling for m in routing)
+    findings = []
+    for requirement, code, due, reason in (
+        ("KC-BUDGET-SUM-WARN", "budget_sum_exceeds_ceiling", total > smallest,
+         f"caps add up to {total} against a smallest effective ceiling of {smallest} (R-BUDGET-SUM-WARNING)"),
+        ("KC-STABILITY-ORDER-WARN", "dynamic_before_static",
+         dynamic_before_static([p.stability for p in scenario.providers]),
+         "declared stabilities " + " ".join(p.stability.removeprefix("STABILITY_").lower() for p in scenario.providers)),
+    ):
+        given = code in codes
+        message = "" if given == due else (f"expected a {code} warning: {reason}" if due
+                                           else f"unexpected {code} warning: {reason}")
+        findings.append(Finding(requirement, given == due, message, "load"))
+    return findings
+
+
+# --- the count_tokens op ---------------------------------------------------------------
+
+def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> list[Finding]:
+    request, result = record.turn.input, record.result
+    ref = request.get("model_ref") or {}
+    model = next((m for m in scenario.models if m.id == ref.get("id")), None)
+    exact = bool(model and model.count_tokens)
+    want = tokens.count(request["content"], exact)
+    requirement = "K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA"
+    how = "the model's tokenizer" if exact else "the fallback formula"
+    return [
+        Finding(requirement, result["count"] == want,
+                f"count {result['count']}, but {how} gives {want}", where),
+        Finding("K-COUNT-EXACT-FLAG", result["exact"] == exact, f"exact {result['exact']}, expected {exact}", where),
+    ]
+
+
+# --- one assemble turn ----------------------------------------------------------------------
+
+class TurnCheck:
+    def __init__(self, scenario: KernelScenario, sessions: dict[str, SessionState], record: TurnRecord, where: str,
+                 features: tuple[str, ...] = ()):
+        self.scenario, self.record, self.where = scenario, record, where
+        # Over bindings that cannot hold a call open, a hang is simulated as DEADLINE_EXCEEDED:
+        # the kernel's reaction is judged, but its own deadline is not (K-TIMEOUT needs a real transport).
+        self.real_transport = "real_transport" in features
+        self.input = record.turn.input
+        self.model: Model = scenario.model(self.input["model"])
+        self.state = sessions.setdefault(self.input["session_id"], SessionState())
+        self.result = record.result
+        self.start_history = self.state.history + self.input["new_messages"]
+        self.history = self.start_history           # after the rewrites accepted so far
+        self.histories = [self.start_history]       # what a later compactor may be shown (R-REWRITE-VISIBILITY)
+        self.findings: list[Finding] = []
+        self.judgments: list[Judgment] = []
+
+    def add(self, requirement: str, passed: bool, message: str = "", where: str = "") -> None:
+        self.findings.append(Finding(requirement, passed, "" if passed else message, where or self.where))
+
+    def run(self) -> list[Finding]:
+        calls = self.record.contributes()
+        names = [p.name for p in self.scenario.providers]
+        unknown = [c.provider for c in calls if c.provider not in names]
+        if unknown:
+            self.add(HARNESS, False, f"Contribute was called on undeclared providers {unknown}")
+            return self.findings
+        self.add("K-SEQUENTIAL", not any(c.overlapped for c in self.record.calls),
+                 "a callback arrived while another was still in flight")
+        self.check_order(calls, names)
+        pending: tuple[CallRecord, Judgment] | None = None
+        for index, call in enumerate(calls):
+            prior = call.request["prior_sections"]
+            if pending:
+                self.resolve(*pending, observed=prior)
+            else:
+                self.add("K-PRIOR-SECTIONS", prior == [],
+                         f"the first provider, {call.provider}, was sent {len(prior)} prior section(s); "
+                         "every firing starts empty (R-FIRING-STARTS-EMPTY)", self.at(call))
+            self.check_request(call)
+            pending = (call, self.judge(call))
+        if self.result["turn_failed"]:
+            self.check_failed_turn(pending)
+            self.state.history, self.state.last_total = self.start_history, None
+            return self.findings
+        missing = [n for n in names if n not in {c.provider for c in calls}]
+        self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
+        if pending:
+            self.resolve(*pending, observed=self.result["sections"])
+        elif calls == [] and self.result["sections"]:
+            self.add("K-PRIOR-SECTIONS", False, "sections appeared though no provider was called")
+        self.check_prompt()
+        self.check_history()
+        if self.history is not self.start_history:
+            self.state.rewritten, self.state.before_rewrite = True, self.start_history
+        self.state.history = self.history
+        self.state.last_total = sum(self.model.count(s["content"]) for s in self.result["sections"])
+        return self.findings
+
+    def at(self, call: CallRecord) -> str:
+        return f"{self.where}, {call.provider}"
+
+    # -- order and requests --
+
+    def check_order(self, calls: list[CallRecord], names: list[str]) -> None:
+        positions = [names.index(c.provider) for c in calls]
+        runs = [p for i, p in enumerate(positions) if i == 0 or p != positions[i - 1]]
+        in_order = runs == sorted(runs) and len(runs) == len(set(runs))
+        seen = [c.provider for i, c in enumerate(calls) if i == 0 or c.provider != calls[i - 1].provider]
+        self.add("K-DECLARATION-ORDER", in_order, f"providers were called in the order {seen}; declared {names}")
+        if not in_order and dynamic_before_static([p.stability for p in self.scenario.providers]):
+            self.add("KC-NO-REORDER", False, f"called {seen} where the declaration is {names}: "
+                                             "the stability lint must not reorder providers")
+
+    def check_request(self, call: CallRecord) -> None:
+        request, fake, where = call.request, self.scenario.provider(call.provider), self.at(call)
+        budget = request["token_budget"]
+        caps = sum(p.cap for p in self.scenario.providers)
+        if caps <= self.model.effective_ceiling:
+            self.add("K-TOKEN-BUDGET", budget == fake.cap,
+                     f"token_budget {budget}, but its resolved cap is {fake.cap}", where)
+        else:
+            self.add("K-TOKEN-BUDGET", 0 <= budget <= fake.cap,
+                     f"token_budget {budget} is outside 0..{fake.cap} (R-BUDGET-SMALLER-MODEL)", where)
+        target = request["model_target"]
+        self.add("K-MODEL-TARGET", (target["id"], target["context_window"]) == (self.model.id, self.model.context_window),
+                 f"model_target {target['id']}/{target['context_window']}, but the turn runs on "
+                 f"{self.model.id}/{self.model.context_window}", where)
+        self.add("K-EFFECTIVE-CEILING", target["effective_ceiling"] == self.model.effective_ceiling,
+                 f"effective_ceiling {target['effective_ceiling']}, expected {self.model.effective_ceiling} "
+                 f"(window less reserved output less system overhead)", where)
+        wrong = [k for k in ("session_id", "parent_session_id", "turn_id", "files_touched", "working_directory")
+                 if request[k] != self.input[k]]
+        self.add("K-TURN-FIELDS", not wrong, "differs from the turn: " + ", ".join(
+            f"{k} {request[k]!r} (turn has {self.input[k]!r})" for k in wrong), where)
+        self.check_history_fields(request, fake.compactor, where)
+        if self.state.last_total is not None:
+            self.add("K-ASSEMBLED-LAST-TURN", request["assembled_tokens_last_turn"] == self.state.last_total,
+                     f"assembled_tokens_last_turn {request['assembled_tokens_last_turn']}, but the previous "
+                     f"turn assembled {self.state.last_total} (R-ASSEMBLED-TOKENS)", where)
+
+    def check_history_fields(self, request: dict, compactor: bool, where: str) -> None:
+        shown = request["conversation_history"]
+        counts = [self.model.count(tokens.history_content(h)) for h in self.histories]
+        if compactor:
+            matched = [i for i, h in enumerate(self.histories) if h == shown]
+            if matched:
+                self.add("K-HISTORY-TO-COMPACTOR", True)
+                counts = [counts[matched[0]]]
+            elif self.state.before_rewrite is not None and shown == self.state.before_rewrite + self.input["new_messages"]:
+                self.add("K-APPLY-REWRITTEN-HISTORY", False, "the compactor was shown the history from before "
+                         "an accepted rewrite", where)
+            else:
+                self.add("K-HISTORY-TO-COMPACTOR", False, f"the compactor was shown {len(shown)} message(s), "
+                         f"not the session's {len(self.history)}", where)
+        else:
+            self.add("K-HISTORY-NOT-TO-OTHERS", shown == [],
+                     f"a non-compactor was sent {len(shown)} history message(s)", where)
+        self.add("K-HISTORY-TOKENS", request["history_tokens"] in counts,
+                 f"history_tokens {request['history_tokens']}, but the conversation counts "
+                 f"{' or '.join(map(str, sorted(set(counts))))} (R-HISTORY-TOKENS)", where)
+
+    # -- judging replies --
+
+    def judge(self, call: CallRecord) -> Judgment:
+        fake = self.scenario.provider(call.provider)
+        prior = call.request["prior_sections"]
+        if call.hung:
+            judgment = judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"})
+            if self.real_transport:
+                judgment.blame = "K-TIMEOUT"
+        elif call.error is not None:
+            judgment = judge_failure(fake.name, prior, call.error)
+        else:
+            judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
+        if call.error and (call.error.get("context_error") or {}).get("category", "").endswith("INVALID_REQUEST"):
+            again = [c for c in self.record.contributes() if c is not call and c.provider == call.provider
+                     and c.request == call.request]
+            self.add("K-ERR-INVALID-REQUEST-NO-RETRY", not again,
+                     f"the request it rejected as invalid was sent again unchanged {len(again)} time(s)", self.at(call))
+        self.judgments.append(judgment)
+        return judgment
+
+    def resolve(self, call: CallRecord, judgment: Judgment, observed: list[dict]) -> None:
+        """Compare the chain the kernel kept after `call` with what it may keep."""
+        where = self.at(call)
+        outcome = next((o for o in judgment.outcomes if o.matches(observed)), None)
+        if outcome is None:
+            for requirement in self.attribute(judgment, call, observed):
+                self.add(requirement, False, f"{judgment.why}; the chain afterwards was "
+                                             f"{_brief(observed)}, expected {_brief_expected(judgment.outcomes)}", where)
+            outcome = judgment.outcomes[0]
+        else:
+            self.add(judgment.blame, True)
+        for needed in outcome.diagnostics:
+            self.check_diagnostic(judgment.provider, needed, where)
+        if outcome.history is not None:
+            self.history = outcome.history
+            self.histories.append(outcome.history)
+
+    def attribute(self, judgment: Judgment, call: CallRecord, observed: list[dict]) -> list[str]:
+        """Which requirement the kernel broke, from what it kept."""
+        offered = (call.result or {}).get("sections", []) + call.request["prior_sections"]
+        found = []
+        if any(not tokens.is_text_only(s["content"]) for s in observed):
+            found.append("K-NON-TEXT-REJECT")
+        if any(not s["label"] for s in observed):
+            found.append("K-PROMPT-BOUNDARIES")
+        if any(_cut_from(s, offered) for s in observed):
+            found.append("K-NO-KERNEL-CUT")
+        if judgment.blame not in ("K-NON-TEXT-REJECT", "K-PROMPT-BOUNDARIES") or not found:
+            found.append(judgment.blame)
+        return list(dict.fromkeys(found))
+
+    def check_diagnostic(self, provider: str, needed, where: str) -> None:
+        mine = [d for d in self.result["diagnostics"] if d.get("provider") == provider]
+        fitting = [d for d in mine if needed.category in (None, d.get("category"))]
+        if not fitting:
+            requirement = "K-NO-SILENT-FALLBACK" if not mine and needed.requirement == "K-ERR-UNKNOWN-RAW-MESSAGE" \
+                else needed.requirement
+            seen = [d.get("category") for d in mine]
+            self.add(requirement, False, f"no diagnostic {needed.category or ''} naming {provider} "
+                                         f"(its diagnostics: {seen or 'none'})", where)
+        elif needed.message_contains and not any(needed.message_contains in d.get("message", "") for d in fitting):
+            self.add(needed.requirement, False, f"the diagnostic for {provider} does not carry the provider's "
+                                                f"message {needed.message_contains!r}", where)
+        else:
+            self.add(needed.requirement, True)
+
+    def check_failed_turn(self, pending: tuple[CallRecord, Judgment] | None) -> None:
+        error = self.result.get("error")
+        message = json.dumps(error, ensure_ascii=False) if error else ""
+        self.add("K-TRANSFORM-ERROR-SURFACED", bool(error), "the turn failed without an error saying why")
+        if pending is None:
+            self.add("K-FIRE-EACH-TURN", False, "the turn failed before any provider was called")
+            return
+        call, judgment = pending
+        if not judgment.may_fail_turn:
+            self.add(judgment.fail_blame, False, f"the turn failed after {call.provider}, which may not fail it: "
+                                                 f"{judgment.why}", self.at(call))
+        elif judgment.turn_error_contains:
+            self.add("K-ERR-UNKNOWN-RAW-MESSAGE", judgment.turn_error_contains in message,
+                     f"the turn error does not carry the provider's message {judgment.turn_error_contains!r}")
+
+    # -- the prompt and the history --
+
+    def check_prompt(self) -> None:
+        prompt, position = self.result["prompt"], 0
+        for section in self.result["sections"]:
+            label, text = section["label"], tokens.text_of(section["content"])
+            at_label = prompt.find(label, position) if label else -1
+            if at_label < 0:
+                self.add("K-PROMPT-BOUNDARIES", False, f"the section of {section['provider']} labelled {label!r} "
+                                                       "has no boundary carrying its label, in chain order")
+                return
+            at_text = prompt.find(text, at_label + len(label))
+            if at_text < 0:
+                self.add("K-NO-KERNEL-CUT", False, f"the text of {section['provider']}'s section {label!r} "
+                                                   "does not appear whole after its label")
+                return
+            position = at_text + len(text)
+        self.add("K-PROMPT-BOUNDARIES", True)
+        kept = " ".join(tokens.text_of(s["content"]) + " " + s["label"] for s in self.result["sections"])
+        for judgment in self.judgments:
+            for section in judgment.rejected:
+                text = tokens.text_of(section["content"])
+                if len(text) >= 8 and text not in kept and text in prompt:
+                    self.add(judgment.blame, False, f"the prompt still holds the rejected text of "
+                                                    f"{judgment.provider}: {text[:60]!r}")
+
+    def check_history(self) -> None:
+        observed = self.result["history"]
+        if observed == self.history:
+            if self.history is not self.start_history:
+                self.add("K-APPLY-REWRITTEN-HISTORY", True)
+            return
+        for judgment in self.judgments:
+            if judgment.rejected_history is not None and observed == judgment.rejected_history:
+                self.add(judgment.rejected_history_blame, False,
+                         f"{judgment.provider}'s rewritten_history replaced the conversation though it may not: "
+                         f"{judgment.why}")
+                return
+        if self.history is not self.start_history or self.state.rewritten:
+            self.add("K-APPLY-REWRITTEN-HISTORY", False, f"the conversation after the turn has {len(observed)} "
+                     f"message(s); the accepted rewrite has {len(self.history)}")
+        else:
+            self.add(HARNESS, False, f"the history returned ({len(observed)} message(s)) is not the session's "
+                     f"conversation with this turn's new messages appended ({len(self.history)})")
+
+
+def _cut_from(section: dict, offered: list[dict]) -> bool:
+    """`section` is a shortened copy of an offered section with the same owner and label."""
+    text = tokens.text_of(section["content"])
+    for original in offered:
+        if (original["provider"], original["label"]) == (section["provider"], section["label"]):
+            whole = tokens.text_of(original["content"])
+            if len(text) < len(whole) and whole.startswith(text[: max(1, len(text) - 3)]):
+                return True
+    return False
+
+
+def _brief(chain: list[dict]) -> str:
+    return "[" + ", ".join(f"{s['provider']}:{s['label']!r}" for s in chain) + "]"
+
+
+def _brief_expected(outcomes: list[Outcome]) -> str:
+    return " or ".join(_brief([e.section for e in o.chain]) for o in outcomes)

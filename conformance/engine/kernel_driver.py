@@ -1,0 +1,136 @@
+"""Drive one kernel scenario through a binding: load, then each turn, playing
+every provider and tokenizer the kernel calls back. The result is a
+transcript of everything observed; judging it is kernel_checks' job."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from conformance import schemas
+from conformance.bindings.base import Binding, CallFailed, Hang, HarnessError
+from conformance.engine.fake_providers import FakeProviders
+from conformance.engine.scenario import KernelScenario, Turn
+from conformance.wire import forms
+
+REQUEST_TYPES = {"Contribute": "ContextRequest", "CountTokens": "CountTokensRequest"}
+
+
+@dataclass
+class CallRecord:
+    call: str
+    provider: str | None
+    request: dict                # canonical form when it parsed
+    result: dict | None = None
+    error: dict | None = None    # CallFailed.to_json() of the answer
+    hung: bool = False
+    overlapped: bool = False     # another callback was still in flight
+
+
+@dataclass
+class TurnRecord:
+    turn: Turn
+    calls: list[CallRecord] = field(default_factory=list)
+    result: dict | None = None   # canonical op result
+    skipped: str | None = None
+
+    def contributes(self) -> list[CallRecord]:
+        return [c for c in self.calls if c.call == "Contribute"]
+
+
+@dataclass
+class Transcript:
+    features: tuple[str, ...] = ()
+    load_calls: list[CallRecord] = field(default_factory=list)
+    load: dict | None = None
+    turns: list[TurnRecord] = field(default_factory=list)
+    error: str | None = None
+
+
+class _Recorder:
+    """The on_callback the binding calls: answers from the fakes, records everything."""
+
+    def __init__(self, fakes: FakeProviders):
+        self.fakes = fakes
+        self.calls: list[CallRecord] = []
+        self._lock = threading.Lock()
+        self._in_flight = 0
+
+    def __call__(self, call: str, provider: str | None, request: dict) -> dict:
+        with self._lock:
+            overlapped = self._in_flight > 0
+            self._in_flight += 1
+        try:
+            return self._answer(call, provider, request, overlapped)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _answer(self, call: str, provider: str | None, request: dict, overlapped: bool) -> dict:
+        record = CallRecord(call, provider, request, overlapped=overlapped)
+        self.calls.append(record)
+        if call in REQUEST_TYPES:
+            try:
+                record.request = forms.normalize(REQUEST_TYPES[call], request)
+            except forms.WireFormError as exc:
+                raise HarnessError(f"the kernel sent {call} a malformed request: {exc}") from None
+        try:
+            record.result = self.fakes.answer(call, provider, record.request)
+            return record.result
+        except Hang:
+            record.hung = True
+            raise
+        except CallFailed as failure:
+            record.error = failure.to_json()
+            raise
+
+
+def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
+    transcript = Transcript(features=binding.features)
+    fakes = FakeProviders(scenario)
+    recorder = _Recorder(fakes)
+    try:
+        load = binding.request("load", {"config": scenario.load_config()}, recorder)
+        _check_shape("LoadResult", load, "load")
+        transcript.load, transcript.load_calls = load, recorder.calls
+        for turn in scenario.turns:
+            record = TurnRecord(turn)
+            transcript.turns.append(record)
+            if turn.kind == "count_tokens" and "count_tokens" not in binding.features:
+                record.skipped = "the kernel shim does not offer the count_tokens op"
+                continue
+            fakes.turn, recorder.calls = turn, record.calls
+            if turn.kind == "assemble":
+                record.result = _assemble_result(binding.request("assemble", {"turn": turn.input}, recorder))
+            else:
+                result = binding.request("count_tokens", {"request": turn.input}, recorder)
+                record.result = _parsed("CountTokensResult", result, "count_tokens")
+    except HarnessError as exc:
+        transcript.error = str(exc)
+    return transcript
+
+
+def _check_shape(name: str, result: dict, op: str) -> None:
+    found = schemas.problems(f"kernel-protocol.json#/$defs/{name}", result)
+    if found:
+        field_path, message = found[0]
+        raise HarnessError(f"the {op} result is malformed at {field_path}: {message}")
+
+
+def _parsed(type_name: str, data, what: str):
+    try:
+        return forms.normalize_list(type_name, data) if isinstance(data, list) else forms.normalize(type_name, data)
+    except forms.WireFormError as exc:
+        raise HarnessError(f"{what}: {exc}") from None
+
+
+def _assemble_result(result: dict) -> dict:
+    _check_shape("AssembleResult", result, "assemble")
+    return {
+        "sections": _parsed("ContextSection", result["sections"], "assemble result sections"),
+        "prompt": result["prompt"],
+        "history": _parsed("Message", result["history"], "assemble result history"),
+        "turn_failed": result["turn_failed"],
+        "error": result.get("error"),
+        "diagnostics": result["diagnostics"],
+    }

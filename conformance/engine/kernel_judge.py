@@ -1,0 +1,182 @@
+"""What a conforming kernel may do with one provider's answer.
+
+Given the chain a provider was sent and what it answered, `judge` lists the
+chains the kernel may hold afterwards (more than one where a ruling accepts
+several behaviours), the diagnostics each requires, whether the turn may
+fail, and which requirement is broken when the kernel does otherwise. This is
+ctxconf's own reading of the rules, kept apart from the reference kernel so
+that the two are independent implementations of the same spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from conformance.engine.scenario import FakeProvider, Model
+from conformance.wire import errors, tokens
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One section the chain must hold: equal in every field but these."""
+    section: dict
+    token_figures: tuple[int, ...]   # R-TOKENS-RECOUNT: the stated figure or the kernel's count
+    relabel: bool = False            # R-MISSING-LABEL: any non-empty label will do
+
+    def matches(self, observed: dict) -> bool:
+        for key, want in self.section.items():
+            if key == "tokens":
+                if observed.get("tokens") not in self.token_figures:
+                    return False
+            elif key == "label" and self.relabel:
+                if not observed.get("label"):
+                    return False
+            elif observed.get(key) != want:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Needed:
+    """A diagnostic the kernel must report: its category (None: any) and the
+    requirement a missing one breaks."""
+    category: str | None
+    requirement: str
+    message_contains: str = ""
+
+
+@dataclass
+class Outcome:
+    chain: list[Expected]
+    diagnostics: list[Needed] = field(default_factory=list)
+    history: list[dict] | None = None   # a rewritten history the kernel applies; None leaves it
+
+    def matches(self, observed: list[dict]) -> bool:
+        return len(observed) == len(self.chain) and all(e.matches(o) for e, o in zip(self.chain, observed))
+
+
+@dataclass
+class Judgment:
+    provider: str
+    outcomes: list[Outcome]
+    blame: str                       # broken when the chain afterwards matches no outcome
+    why: str = "a conforming reply is accepted as returned"
+    may_fail_turn: bool = False
+    fail_blame: str = "K-FIRE-EACH-TURN"  # broken when the turn fails though it may not
+    turn_error_contains: str = ""
+    rejected: list[dict] = field(default_factory=list)  # content that must not reach the prompt
+    rejected_history: list[dict] | None = None          # a rewrite that must not be applied
+    rejected_history_blame: str = ""
+
+
+def kept_as_is(sections: list[dict]) -> list[Expected]:
+    return [Expected(s, (s["tokens"],)) for s in sections]
+
+
+# --- failed calls ---------------------------------------------------------------
+
+_ISOLATE_BLAME = {"source_unavailable": "K-ERR-SOURCE-UNAVAILABLE", "budget_exceeded": "K-ERR-BUDGET-EXCEEDED",
+                  "scope_violation": "K-ERR-SCOPE-VIOLATION"}
+_ISOLATE_LOG = {"source_unavailable": "K-ERR-SOURCE-UNAVAILABLE", "budget_exceeded": "K-NO-SILENT-FALLBACK",
+                "scope_violation": "K-ERR-SCOPE-VIOLATION"}
+
+
+def judge_failure(provider: str, prior: list[dict], error: dict) -> Judgment:
+    """Contribute failed (R-ERROR-ISOLATION): classify by the ContextError, not the code."""
+    category = errors.category_of(error.get("context_error"))
+    if category in errors.ISOLATING:
+        return Judgment(provider, [Outcome(kept_as_is(prior), [Needed(category, _ISOLATE_LOG[category])])],
+                        blame=_ISOLATE_BLAME[category], fail_blame=_ISOLATE_BLAME[category],
+                        why=f"a {category} failure isolates the provider: the chain before it stands")
+    if category == "invalid_request":
+        needed = Needed("invalid_request", "K-ERR-INVALID-REQUEST-LOG")
+        why, contains = "an invalid_request failure is isolated with a diagnostic or fails the turn", ""
+    elif category == "unknown":
+        raw = (error.get("context_error") or {}).get("message") or error.get("message", "")
+        needed = Needed("unknown", "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
+        why, contains = "an unknown failure is reported with the provider's own message", raw
+    else:
+        needed = Needed(None, "K-NO-SILENT-FALLBACK")
+        why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ""
+    return Judgment(provider, [Outcome(kept_as_is(prior), [needed])], blame="K-PRIOR-SECTIONS",
+                    why=why, may_fail_turn=True, turn_error_contains=contains)
+
+
+# --- replies -----------------------------------------------------------------------
+
+def in_place(provider: str, prior: list[dict], sections: list[dict]) -> bool:
+    """R-PLACEMENT: the prior chain an untouched prefix, the rest the provider's own."""
+    n = len(prior)
+    return len(sections) >= n and sections[:n] == prior and all(s["provider"] == provider for s in sections[n:])
+
+
+def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int, model: Model) -> Judgment:
+    sections, rewrite = reply.get("sections", []), reply.get("rewritten_history", [])
+    if not fake.compactor and not in_place(fake.name, prior, sections):
+        return Judgment(fake.name, [Outcome(kept_as_is(prior), [Needed("scope_violation", "K-SCOPE-LOG")])],
+                        blame="K-SCOPE-DISCARD", fail_blame="K-SCOPE-NO-FAIL",
+                        why="the reply touched sections it does not own; the whole reply is discarded",
+                        rejected=[s for s in sections if s not in prior], rejected_history=rewrite or None,
+                        rejected_history_blame="K-REWRITE-COMPACTOR-ONLY")
+    base = [] if fake.compactor else prior
+    own = sections if fake.compactor else sections[len(prior):]
+    text_only = [s for s in own if tokens.is_text_only(s["content"])]
+    unlabeled = [s for s in text_only if not s["label"]]
+    content_rules = [Needed("non_text_content", "K-NON-TEXT-REJECT") for s in own if s not in text_only]
+
+    over = _budget_blame(fake, [s for s in text_only if s["label"]], budget, model)
+    blame = over or ("K-NON-TEXT-REJECT" if content_rules else "K-PROMPT-BOUNDARIES" if unlabeled
+                     else "K-PRIOR-SECTIONS")
+    judgment = Judgment(fake.name, [], blame=blame,
+                        fail_blame="K-BUDGET-NO-TURN-FAIL" if over and not fake.compactor else
+                        "K-NON-TEXT-REJECT" if content_rules else "K-FIRE-EACH-TURN",
+                        rejected_history_blame="K-COMPACTOR-BUDGET" if fake.compactor else "K-REWRITE-COMPACTOR-ONLY")
+    notes = []
+    if content_rules:
+        notes.append("sections holding non-text blocks are dropped whole (R-NON-TEXT-WHOLE-SECTION)")
+    if unlabeled:
+        notes.append("an unlabeled section is dropped or given a label (R-MISSING-LABEL)")
+    for relabel in ((False, True) if unlabeled else (False,)):
+        kept = [s for s in text_only if s["label"] or relabel]
+        needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK") for s in unlabeled if not relabel]
+        counted = sum(model.count(s["content"]) for s in kept)
+        stated = sum(s["tokens"] for s in kept)
+        rejected = Outcome(kept_as_is(prior), needed + [Needed("budget_exceeded", "K-NO-SILENT-FALLBACK")])
+        if counted > budget:
+            judgment.outcomes.append(rejected)
+            judgment.may_fail_turn = fake.compactor
+            notes.append(f"{'its whole chain' if fake.compactor else 'its sections'} count {counted} "
+                         f"(stated {stated}) against a budget of {budget}: rejected whole")
+            continue
+        accepted = Outcome(kept_as_is(base) + [Expected(s, (s["tokens"], model.count(s["content"])), not s["label"])
+                                   for s in kept], list(needed), rewrite if fake.compactor and rewrite else None)
+        if rewrite and not fake.compactor:
+            accepted.diagnostics.append(Needed(None, "K-NO-SILENT-FALLBACK"))
+            rejected.diagnostics[-1] = Needed(None, "K-NO-SILENT-FALLBACK")
+            judgment.outcomes += [accepted, rejected]
+            notes.append("a non-compactor's rewritten_history is never applied (R-NONCOMPACTOR-REWRITE)")
+        elif stated > budget:
+            judgment.outcomes += [accepted, rejected]
+            notes.append(f"it states {stated} tokens, over its budget of {budget}, but counts {counted}: "
+                         "kept or rejected (R-TOKENS-RECOUNT)")
+        else:
+            judgment.outcomes.append(accepted)
+    kept_ids = {id(e.section) for o in judgment.outcomes for e in o.chain}
+    judgment.rejected = [s for s in own if id(s) not in kept_ids]
+    if rewrite and (not fake.compactor or all(o.history is None for o in judgment.outcomes)):
+        judgment.rejected_history = rewrite
+    judgment.why = "; ".join(notes) or judgment.why
+    return judgment
+
+
+def _budget_blame(fake: FakeProvider, kept: list[dict], budget: int, model: Model) -> str | None:
+    """Which budget rule a kernel that keeps these sections breaks, if they are over budget."""
+    if sum(model.count(s["content"]) for s in kept) <= budget:
+        return None
+    if fake.compactor:
+        return "K-COMPACTOR-BUDGET"
+    if sum(s["tokens"] for s in kept) <= budget:
+        return "K-BUDGET-VALIDATE"
+    if any(s["truncated"] for s in kept):
+        return "K-TRUNCATED-NOT-ENOUGH"
+    return "K-BUDGET-REJECT"

@@ -1,0 +1,55 @@
+"""Certify a kernel: every case through one connection, each judged."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+from conformance.bindings.base import Binding, HarnessError
+from conformance.engine import kernel_checks
+from conformance.engine.connection import Connection
+from conformance.engine.kernel_driver import drive
+from conformance.engine.results import CaseResult, Finding
+from conformance.engine.scenario import KernelScenario, from_vector
+from conformance.vectors import Vector
+
+
+def case_result(case_id: str, title: str, scenario: KernelScenario, connection: Connection,
+                requirements: tuple[str, ...] = (), rulings: tuple[str, ...] = (), needs: tuple[str, ...] = (),
+                source: str = "") -> CaseResult:
+    result = CaseResult(case_id, title, requirements, rulings, source=source)
+    started = time.perf_counter()
+    try:
+        binding = connection.binding()
+    except HarnessError as exc:
+        result.error = f"could not start the implementation: {exc}"
+        return result
+    missing = [n for n in needs if n not in binding.features]
+    if missing:
+        result.skipped = f"needs {', '.join(missing)}, which the {binding.name} binding does not offer"
+        return result
+    transcript = drive(binding, scenario)
+    findings = kernel_checks.check_case(scenario, transcript)
+    result.findings = [f for f in findings if f.requirement != kernel_checks.HARNESS]
+    harness = [f for f in findings if f.requirement == kernel_checks.HARNESS and not f.passed]
+    if transcript.error or harness:
+        messages = [transcript.error] if transcript.error else [f"{f.where}: {f.message}" for f in harness]
+        stderr = binding.stderr().strip()
+        result.error = "\n".join(messages) + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr and transcript.error else "")
+        connection.discard()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def run_vectors(connection: Connection, vectors: Iterable[Vector],
+                on_result: Callable[[CaseResult], None] = lambda r: None) -> list[CaseResult]:
+    results = []
+    for vector in vectors:
+        result = case_result(vector.id, vector.title, from_vector(vector.doc), connection, vector.requirements,
+                             vector.rulings, vector.needs, str(vector.path))
+        on_result(result)
+        results.append(result)
+    return results
+
+
+__all__ = ["case_result", "run_vectors", "Binding", "Finding"]

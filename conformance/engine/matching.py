@@ -1,0 +1,79 @@
+"""Partial matching of observations against the expectations vectors write.
+
+Fields an expectation gives must be equal; fields it leaves out are not
+checked. Lists are compared item by item and must have the same length.
+`text` on a section or message compares its joined text blocks; `content`
+and `role` may use the vector short forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.engine import shorthand
+from conformance.wire import tokens
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def match(expected: Any, actual: Any, path: str = "") -> list[str]:
+    """Every difference between `expected` and `actual`, as readable lines."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{path or 'value'}: expected an object, got {_show(actual)}"]
+        problems: list[str] = []
+        for key, want in expected.items():
+            where = f"{path}.{key}" if path else key
+            if key == "text" and isinstance(want, str) and "content" in actual and "text" not in actual:
+                got = tokens.text_of(actual["content"])
+                if got != want:
+                    problems.append(f"{where}: expected {_show(want)}, got {_show(got)}")
+            elif key == "content" and isinstance(want, list):
+                problems += match(shorthand.blocks(want), actual.get("content"), where)
+            elif key == "role" and isinstance(want, str):
+                got = actual.get("role")
+                if shorthand.ROLES.get(want, want) != got:
+                    problems.append(f"{where}: expected {want}, got {_show(got)}")
+            elif key.endswith("_at_most"):
+                field = key[: -len("_at_most")]
+                got = actual.get(field)
+                if not isinstance(got, int) or got > want:
+                    problems.append(f"{path + '.' if path else ''}{field}: expected at most {want}, got {_show(got)}")
+            elif key not in actual:
+                problems.append(f"{where}: missing")
+            else:
+                problems += match(want, actual[key], where)
+        return problems
+    if isinstance(expected, list):
+        if not isinstance(actual, list):
+            return [f"{path or 'value'}: expected a list, got {_show(actual)}"]
+        if len(expected) != len(actual):
+            return [f"{path or 'list'}: expected {len(expected)} item(s), got {len(actual)}: {_show(_brief(actual))}"]
+        problems = []
+        for i, (want, got) in enumerate(zip(expected, actual)):
+            problems += match(want, got, f"{path}[{i}]")
+        return problems
+    if expected != actual or type(expected) is not type(actual) and not _numeric_equal(expected, actual):
+        return [f"{path or 'value'}: expected {_show(expected)}, got {_show(actual)}"]
+    return []
+
+
+def _numeric_equal(a: Any, b: Any) -> bool:
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+        and not isinstance(b, bool) and a == b
+
+
+def _brief(items: list) -> list:
+    """Sections and messages shown by their identifying fields only."""
+    out = []
+    for item in items:
+        if isinstance(item, dict) and "label" in item:
+            out.append({"provider": item.get("provider"), "label": item.get("label")})
+        elif isinstance(item, dict) and "role" in item:
+            out.append({"role": item.get("role"), "text": tokens.text_of(item.get("content", []))[:40]})
+        else:
+            out.append(item)
+    return out

@@ -1,0 +1,57 @@
+"""What checking produces: findings, per-case results and their statuses.
+
+A finding is one observation about one requirement, passed or failed. A case
+result gathers a case's findings, or the harness error that cut it short.
+Errors of the implementation are values here, never exceptions that escape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASS, FAIL, ERROR, SKIP, XFAIL, NOT_TESTED = "pass", "fail", "error", "skip", "xfail", "not-tested"
+
+
+@dataclass(frozen=True)
+class Finding:
+    requirement: str
+    passed: bool
+    message: str = ""
+    where: str = ""
+
+
+@dataclass
+class CaseResult:
+    id: str
+    title: str
+    requirements: tuple[str, ...] = ()     # what the case cites
+    rulings: tuple[str, ...] = ()
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None               # the implementation crashed, hung or broke the protocol
+    skipped: str | None = None
+    seconds: float = 0.0
+    source: str = ""                       # vector file, or how the case was generated
+
+    @property
+    def status(self) -> str:
+        if self.skipped:
+            return SKIP
+        if any(not f.passed for f in self.findings):
+            return FAIL
+        if self.error:
+            return ERROR
+        return PASS
+
+    def status_for(self, requirement: str) -> str | None:
+        """This case's verdict on one requirement, or None if it says nothing of it."""
+        mine = [f for f in self.findings if f.requirement == requirement]
+        if self.skipped:
+            return SKIP if requirement in self.requirements else None
+        if any(not f.passed for f in mine):
+            return FAIL
+        if self.error and (mine or requirement in self.requirements):
+            return ERROR
+        return PASS if mine else None
+
+    def failures(self, requirement: str | None = None) -> list[Finding]:
+        return [f for f in self.findings if not f.passed and requirement in (None, f.requirement)]

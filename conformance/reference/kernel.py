@@ -1,0 +1,271 @@
+"""The reference kernel: the context-assemble loop as the spec and ctxconf's
+rulings describe it, reached through the python binding (and, through
+runners/python/kernel_stdio_shim.py, the stdio one).
+
+Its methods are small on purpose: each mutant in kernel_mutants.py overrides
+one of them to break one requirement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from conformance import __version__
+from conformance.bindings.base import CallFailed
+from conformance.wire import errors, forms, tokens
+
+
+@dataclass
+class Provider:
+    name: str
+    capabilities: dict
+    override: int | None
+
+    @property
+    def compactor(self) -> bool:
+        return bool(self.capabilities.get("compactor"))
+
+    @property
+    def stability(self) -> str:
+        return self.capabilities.get("stability", "STABILITY_UNSPECIFIED")
+
+
+@dataclass
+class Session:
+    history: list[dict] = field(default_factory=list)
+    last_total: int = 0
+
+
+class TurnFailed(Exception):
+    """Raised to fail the whole turn with a surfaced error."""
+
+
+class ReferenceKernel:
+    IMPLEMENTATION = {"name": "ctxconf-reference-kernel", "version": __version__, "language": "python",
+                      "homepage": "https://github.com/ctxconf/ctxconf"}
+    FEATURES = ["reload", "count_tokens"]
+
+    def __init__(self) -> None:
+        self.models: dict[str, dict] = {}
+        self.providers: list[Provider] = []
+        self.routing: list[str] = []
+        self.sessions: dict[str, Session] = {}
+
+    # --- ops ---------------------------------------------------------------
+
+    def hello(self, request: dict, call) -> dict:
+        return {"implementation": self.IMPLEMENTATION, "features": self.FEATURES}
+
+    def load(self, request: dict, call) -> dict:
+        config = request["config"]
+        self.models = {m["id"]: m for m in config["models"]}
+        self.routing = [config["primary_model"], *config.get("fallback_models", [])]
+        self.sessions = {}
+        self.providers = []
+        for declared in config["providers"]:
+            reply = call("GetCapabilities", declared["name"], {})
+            capabilities = forms.normalize("ContextCapabilities", reply.get("capabilities", {}))
+            call("Configure", declared["name"], {"config": declared.get("config", {})})
+            self.providers.append(Provider(declared["name"], capabilities, declared.get("token_budget_override")))
+        self.providers = self.assembly_order(self.providers)
+        return {"warnings": self.load_warnings()}
+
+    def assemble(self, request: dict, call) -> dict:
+        turn = request["turn"]
+        session = self.sessions.setdefault(turn["session_id"], Session())
+        session.history = session.history + forms.normalize_list("Message", turn.get("new_messages", []))
+        model = self.models[turn["model"]]
+        diagnostics: list[dict] = []
+        try:
+            chain = self.run_chain(turn, model, session, diagnostics, call)
+        except TurnFailed as failure:
+            return {"sections": [], "prompt": "", "history": session.history, "turn_failed": True,
+                    "error": {"message": str(failure)}, "diagnostics": diagnostics}
+        session.last_total = sum(self.count(s["content"], model, call) for s in chain)
+        return {"sections": chain, "prompt": self.render(chain), "history": session.history,
+                "turn_failed": False, "error": None, "diagnostics": diagnostics}
+
+    def count_tokens(self, request: dict, call) -> dict:
+        content = forms.normalize_list("ContentBlock", request.get("content", []))
+        model = self.models.get((request.get("model_ref") or {}).get("id", ""))
+        if model and model.get("count_tokens"):
+            exact = self.tokenizer_count(content, model, call)
+            if exact is not None:
+                return {"count": exact, "exact": True}
+        return {"count": self.fallback(content), "exact": False}
+
+    def stop(self, request: dict, call) -> dict:
+        return {}
+
+    # --- config load ----------------------------------------------------------
+
+    def assembly_order(self, providers: list[Provider]) -> list[Provider]:
+        return providers  # declaration order, always (KC-NO-REORDER)
+
+    def resolve_cap(self, provider: Provider) -> int:
+        if provider.override is not None:
+            return provider.override
+        return int(provider.capabilities.get("default_token_budget", 0))
+
+    def load_warnings(self) -> list[dict]:
+        warnings = []
+        total = sum(self.resolve_cap(p) for p in self.providers)
+        ceilings = [self.effective_ceiling(self.models[m]) for m in self.routing if m in self.models]
+        if ceilings and total > min(ceilings):
+            warnings.append({"code": "budget_sum_exceeds_ceiling",
+                             "message": f"provider caps add up to {total}, more than the smallest "
+                                        f"effective ceiling {min(ceilings)}"})
+        stabilities = [p.stability for p in self.providers]
+        if self._dynamic_before_static(stabilities):
+            warnings.append({"code": "dynamic_before_static",
+                             "message": "a dynamic provider is declared before a static one; "
+                                        "the cache prefix breaks whenever the dynamic content changes"})
+        return warnings
+
+    @staticmethod
+    def _dynamic_before_static(stabilities: list[str]) -> bool:
+        seen_dynamic = False
+        for stability in stabilities:
+            seen_dynamic = seen_dynamic or stability == "STABILITY_DYNAMIC"
+            if seen_dynamic and stability == "STABILITY_STATIC":
+                return True
+        return False
+
+    # --- one firing -------------------------------------------------------------
+
+    def effective_ceiling(self, model: dict) -> int:
+        return model["context_window"] - model["reserved_output"] - model["system_overhead"]
+
+    def model_target(self, model: dict) -> dict:
+        return {"id": model["id"], "context_window": model["context_window"],
+                "effective_ceiling": self.effective_ceiling(model)}
+
+    def history_for(self, provider: Provider, history: list[dict]) -> list[dict]:
+        return history if provider.compactor else []
+
+    def run_chain(self, turn: dict, model: dict, session: Session, diagnostics: list[dict], call) -> list[dict]:
+        chain: list[dict] = []
+        history_tokens = self.count(tokens.history_content(session.history), model, call)
+        for provider in self.providers:
+            request = {
+                "session_id": turn["session_id"], "parent_session_id": turn.get("parent_session_id", ""),
+                "turn_id": turn["turn_id"], "token_budget": self.resolve_cap(provider),
+                "model_target": self.model_target(model), "files_touched": turn.get("files_touched", []),
+                "working_directory": turn.get("working_directory", ""), "prior_sections": chain,
+                "conversation_history": self.history_for(provider, session.history),
+                "history_tokens": history_tokens, "assembled_tokens_last_turn": session.last_total,
+            }
+            try:
+                reply = forms.normalize("ContextContribution", call("Contribute", provider.name, request))
+            except CallFailed as failure:
+                diagnostics.append(self.on_failure(provider, failure))
+                continue
+            except forms.WireFormError as exc:
+                diagnostics.append(self.diagnostic(provider, "unknown", f"unreadable reply: {exc}",
+                                                   kind="provider_failed"))
+                continue
+            before = session.history
+            chain = self.accept(provider, chain, reply, request["token_budget"], model, session, diagnostics, call)
+            if session.history is not before:
+                history_tokens = self.count(tokens.history_content(session.history), model, call)
+        return chain
+
+    def on_failure(self, provider: Provider, failure: CallFailed) -> dict:
+        """Isolate every failing provider (R-ERROR-ISOLATION accepts it for all categories)."""
+        category = errors.category_of(failure.context_error) or "unknown"
+        message = (failure.context_error or {}).get("message") or failure.message
+        return self.diagnostic(provider, category, f"Contribute failed ({failure.code}): {message}",
+                               kind="provider_failed")
+
+    def accept(self, provider: Provider, chain: list[dict], reply: dict, budget: int, model: dict,
+               session: Session, diagnostics: list[dict], call) -> list[dict]:
+        """The chain after this provider's reply, applying every rule the kernel enforces."""
+        sections = reply["sections"]
+        if provider.compactor:
+            kept = self.admissible(provider, sections, diagnostics)
+            if self.over_budget(kept, budget, model, call):
+                diagnostics.append(self.diagnostic(provider, "budget_exceeded",
+                                                   f"the compactor's chain exceeds its budget of {budget}; reply rejected"))
+                return chain
+            if reply["rewritten_history"]:
+                session.history = reply["rewritten_history"]
+            return self.recounted(kept, model, call)
+        if not self.in_scope(provider, chain, sections):
+            diagnostics.append(self.diagnostic(provider, "scope_violation",
+                                               "the reply changed sections it does not own; reply discarded"))
+            return chain
+        if reply["rewritten_history"]:
+            diagnostics.append(self.diagnostic(provider, "scope_violation",
+                                               "only a compactor may rewrite history; reply discarded"))
+            return chain
+        own = self.admissible(provider, sections[len(chain):], diagnostics)
+        if self.over_budget(own, budget, model, call):
+            diagnostics.append(self.diagnostic(provider, "budget_exceeded",
+                                               f"its sections exceed its budget of {budget}; dropped"))
+            return chain
+        return chain + self.recounted(own, model, call)
+
+    def in_scope(self, provider: Provider, chain: list[dict], sections: list[dict]) -> bool:
+        """Prior sections an untouched prefix; everything after it the provider's own."""
+        n = len(chain)
+        return len(sections) >= n and sections[:n] == chain and all(s["provider"] == provider.name
+                                                                       for s in sections[n:])
+
+    def admissible(self, provider: Provider, sections: list[dict], diagnostics: list[dict]) -> list[dict]:
+        """Sections that may enter the chain: text-only and labelled, each judged whole."""
+        kept = []
+        for section in sections:
+            if not tokens.is_text_only(section["content"]):
+                diagnostics.append(self.diagnostic(provider, "non_text_content",
+                                                   "a section holds a non-text block; section dropped", section))
+            elif not section["label"]:
+                diagnostics.append(self.diagnostic(provider, "missing_label",
+                                                   "a section has no label; section dropped", section))
+            else:
+                kept.append(section)
+        return kept
+
+    def over_budget(self, sections: list[dict], budget: int, model: dict, call) -> bool:
+        return sum(self.count(s["content"], model, call) for s in sections) > budget
+
+    def recounted(self, sections: list[dict], model: dict, call) -> list[dict]:
+        return [{**s, "tokens": self.count(s["content"], model, call)} for s in sections]
+
+    def render(self, chain: list[dict]) -> str:
+        parts = [f"<<< {s['label']} | {s['provider']} >>>\n{tokens.text_of(s['content'])}\n<<< end {s['label']} >>>"
+                 for s in chain]
+        return "\n\n".join(parts)
+
+    @staticmethod
+    def diagnostic(provider: Provider, category: str, message: str, section: dict | None = None,
+                   kind: str = "rejected") -> dict:
+        diagnostic = {"kind": kind, "provider": provider.name, "category": category, "message": message}
+        if section and section.get("label"):
+            diagnostic["label"] = section["label"]
+        return diagnostic
+
+    # --- counting ------------------------------------------------------------------
+
+    def count(self, content: list[dict], model: dict, call) -> int:
+        """CountTokens resolution: the model's tokenizer if it has one, else the fallback."""
+        if model.get("count_tokens"):
+            exact = self.tokenizer_count(content, model, call)
+            if exact is not None:
+                return exact
+        return self.fallback(content)
+
+    def tokenizer_count(self, content: list[dict], model: dict, call) -> int | None:
+        try:
+            reply = call("CountTokens", None, {"model_ref": {"provider": model.get("provider", ""),
+                                                             "id": model["id"]}, "content": content})
+        except CallFailed:
+            return None
+        return int(reply["count"])
+
+    def fallback(self, content: list[dict]) -> int:
+        return tokens.fallback_count(content)
+
+
+def create() -> ReferenceKernel:
+    """The factory for --python conformance.reference.kernel:create."""
+    return ReferenceKernel()

@@ -1,0 +1,1 @@
+"""Reports: the verdict, and its console, JSON, JUnit, Markdown and badge forms."""

@@ -1,0 +1,37 @@
+"""The JSON report (schema: schemas/report.json)."""
+
+from __future__ import annotations
+
+from conformance.reports.verdict import Report
+
+
+def to_json(report: Report) -> dict:
+    return {
+        "suite": {"name": "ctxconf", "version": report.suite_version, "spec_revision": report.spec_revision},
+        "implementation": report.implementation,
+        "role": report.role,
+        "binding": report.binding,
+        "verdict": report.verdict,
+        "seed": report.seed,
+        "requirements": [{
+            "id": r.id, "level": r.requirement.level, "binds": r.requirement.binds,
+            "anchor": r.requirement.anchor, "status": r.status, "cases": r.cases,
+            "failures": [{"case": case, "where": f.where, "message": f.message} for case, f in r.failures],
+            **({"reason": r.requirement.reason} if not r.requirement.testable else {}),
+        } for r in report.requirements],
+        "cases": [{
+            "id": c.id, "title": c.title, "status": c.status, "seconds": round(c.seconds, 4),
+            "requirements": list(c.requirements), "rulings": list(c.rulings), "source": c.source,
+            **({"error": c.error} if c.error else {}), **({"skipped": c.skipped} if c.skipped else {}),
+            "failures": [{"requirement": f.requirement, "where": f.where, "message": f.message}
+                         for f in c.findings if not f.passed],
+        } for c in report.cases],
+        "stale_baseline": report.stale,
+        "summary": {
+            "requirements": report.counts(), "cases": report.case_counts(),
+            "blocking_failures": [r.id for r in report.blocking_failures],
+            "warnings": [r.id for r in report.warnings],
+            "errored_cases": [c.id for c in report.errored_cases],
+            "seconds": round(report.seconds, 3),
+        },
+    }

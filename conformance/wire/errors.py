@@ -1,0 +1,41 @@
+"""The error taxonomy (context/conformance.md#error-taxonomy) in one place."""
+
+from __future__ import annotations
+
+import grpc
+
+CATEGORIES = ("source_unavailable", "budget_exceeded", "scope_violation", "invalid_request", "unknown")
+
+# The gRPC status code each category travels as.
+GRPC_CODE = {
+    "source_unavailable": "UNAVAILABLE",
+    "budget_exceeded": "FAILED_PRECONDITION",
+    "scope_violation": "PERMISSION_DENIED",
+    "invalid_request": "INVALID_ARGUMENT",
+    "unknown": "INTERNAL",
+}
+
+# Categories whose failure isolates the provider (ruling R-ERROR-ISOLATION).
+ISOLATING = ("source_unavailable", "budget_exceeded", "scope_violation")
+
+# What a kernel's diagnostics may name beside the taxonomy (DESIGN §5).
+DIAGNOSTIC_CATEGORIES = CATEGORIES + ("non_text_content", "missing_label")
+
+STATUS_CODE_NAMES = tuple(code.name for code in grpc.StatusCode)
+
+_ENUM_PREFIX = "CONTEXT_ERROR_CATEGORY_"
+
+
+def enum_name(category: str) -> str:
+    return _ENUM_PREFIX + category.upper()
+
+
+def category_of(context_error: dict | None) -> str | None:
+    """The short category name of a canonical ContextError, or None."""
+    if not context_error:
+        return None
+    name = context_error.get("category", "")
+    if not name.startswith(_ENUM_PREFIX):
+        return None
+    short = name[len(_ENUM_PREFIX):].lower()
+    return short if short in CATEGORIES else None

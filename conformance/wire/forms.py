@@ -1,0 +1,83 @@
+"""JSON forms of the wire types, through protobuf's own json_format.
+
+Reading accepts every form the proto3 JSON mapping allows (lowerCamelCase
+names, int64 as strings, enums as numbers, omitted defaults), as real
+implementations emit them. Writing produces one canonical form: snake_case
+names, enums by name, int64 as numbers, every field present.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message as ProtoMessage
+
+from conformance.wire.pb.pluggableharness.common.v1 import common_pb2
+from conformance.wire.pb.pluggableharness.content.v1 import content_pb2
+from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
+from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2
+from conformance.wire.pb.pluggableharness.model.v1 import model_pb2
+
+TYPES: dict[str, type[ProtoMessage]] = {
+    "ContentBlock": content_pb2.ContentBlock,
+    "Message": content_pb2.Message,
+    "ContextSection": content_pb2.ContextSection,
+    "ModelTarget": model_pb2.ModelTarget,
+    "ModelRef": model_pb2.ModelRef,
+    "ContextCapabilities": context_pb2.ContextCapabilities,
+    "GetCapabilitiesResponse": context_pb2.GetCapabilitiesResponse,
+    "ConfigureRequest": context_pb2.ConfigureRequest,
+    "ContextRequest": context_pb2.ContextRequest,
+    "ContextContribution": context_pb2.ContextContribution,
+    "DescribeResponse": context_pb2.DescribeResponse,
+    "ContextError": context_pb2.ContextError,
+    "ProducerRef": common_pb2.ProducerRef,
+    "CountTokensRequest": kernel_pb2.CountTokensRequest,
+    "CountTokensResult": kernel_pb2.CountTokensResult,
+}
+
+
+class WireFormError(ValueError):
+    """A JSON value is not a valid proto3 JSON form of the expected type."""
+
+
+def parse(type_name: str, data: Any) -> ProtoMessage:
+    message = TYPES[type_name]()
+    if not isinstance(data, dict):
+        raise WireFormError(f"expected a JSON object for {type_name}, got {type(data).__name__}")
+    try:
+        json_format.ParseDict(data, message)
+    except json_format.ParseError as exc:
+        raise WireFormError(f"not a valid {type_name}: {exc}") from None
+    return message
+
+
+def to_json(message: ProtoMessage) -> dict:
+    return json_format.MessageToDict(
+        message,
+        always_print_fields_with_no_presence=True,
+        preserving_proto_field_name=True,
+        unquote_int64_if_possible=True,
+    )
+
+
+def normalize(type_name: str, data: Any) -> dict:
+    """The canonical form of `data` read as `type_name`."""
+    return to_json(parse(type_name, data))
+
+
+def normalize_list(type_name: str, items: Any) -> list[dict]:
+    if not isinstance(items, list):
+        raise WireFormError(f"expected a JSON array of {type_name}, got {type(items).__name__}")
+    return [normalize(type_name, item) for item in items]
+
+
+def to_bytes(type_name: str, data: dict) -> bytes:
+    return parse(type_name, data).SerializeToString()
+
+
+def from_bytes(type_name: str, payload: bytes) -> dict:
+    message = TYPES[type_name]()
+    message.ParseFromString(payload)
+    return to_json(message)

@@ -1,0 +1,54 @@
+"""Token counting: the spec's one fallback formula and the suite's tokenizer.
+
+Both live here and nowhere else. The fallback is the kernel's count when no
+model tokenizer is available (kernel-callbacks.md#the-fallback-heuristic, with
+ruling R-FALLBACK-TOTAL: one ceiling over the total UTF-8 bytes of every text
+block). The suite tokenizer plays a model provider's real tokenizer; it is
+deliberately unlike both the fallback and a character count, so an
+implementation that estimates instead of asking is caught.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"\S+")
+
+
+def text_of(content: list[dict]) -> str:
+    """The text of a list of canonical ContentBlocks, text blocks only, joined."""
+    return "".join(block["text"].get("text", "") for block in content if "text" in block)
+
+
+def is_text_only(content: list[dict]) -> bool:
+    return all(set(block) == {"text"} for block in content)
+
+
+def fallback_count(content: list[dict]) -> int:
+    total_bytes = len(text_of(content).encode("utf-8"))
+    return (total_bytes + 3) // 4
+
+
+def suite_tokenizer_count(content: list[dict]) -> int:
+    """Words plus a fifth of the code points, per text block, summed.
+
+    Additive over blocks, so a kernel may count a section in one call or one
+    call per block and reach the same total.
+    """
+    total = 0
+    for block in content:
+        if "text" not in block:
+            continue
+        text = block["text"].get("text", "")
+        total += len(_WORD.findall(text)) + (len(text) + 4) // 5
+    return total
+
+
+def count(content: list[dict], exact: bool) -> int:
+    """The count CountTokens resolves to: the tokenizer when the model has one."""
+    return suite_tokenizer_count(content) if exact else fallback_count(content)
+
+
+def history_content(messages: list[dict]) -> list[dict]:
+    """Every content block of a conversation, in order (ruling R-HISTORY-TOKENS)."""
+    return [block for message in messages for block in message.get("content", [])]
