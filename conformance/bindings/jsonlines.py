@@ -36,7 +36,7 @@ def resolve_command(command: str, cwd: Path | None = None) -> list[str]:
     if not args:
         raise LaunchError("the command is empty")
     base = cwd or Path.cwd()
-    args = [str((base / a).resolve()) if not a.startswith("-") and (base / a).exists() and not os.path.isabs(a)
+    args = [os.path.abspath(base / a) if not a.startswith("-") and (base / a).exists() and not os.path.isabs(a)
             else a for a in args]
     program = args[0] if os.sep in args[0] else shutil.which(args[0])
     if not program or not os.access(program, os.X_OK):

@@ -47,6 +47,10 @@ def _contribute_calls(want, seen):
             for name, n in want.items() if counts.get(name, 0) != n]
 
 
+def _sequential(want, seen):
+    return [] if seen.get("overlapped") is False else ["Contribute calls overlapped"]
+
+
 def _requests(want, seen):
     problems = []
     for provider, matcher in want.items():
@@ -148,7 +152,8 @@ def _one_of(alternatives, seen):
 
 
 _ASSERTIONS = {
-    "chain": _chain, "calls": _calls, "contribute_calls": _contribute_calls, "requests": _requests,
+    "chain": _chain, "calls": _calls, "contribute_calls": _contribute_calls, "sequential": _sequential,
+    "requests": _requests,
     "diagnostics": _diagnostics, "no_diagnostics_for": _no_diagnostics_for, "turn_failed": _turn_failed,
     "turn_error": _turn_error, "history": _history, "prompt": _prompt, "warnings": _warnings,
     "no_warnings": _no_warnings, "count": _scalar("count"), "exact": _scalar("exact"), "one_of": _one_of,

@@ -77,6 +77,7 @@ def observation(record: TurnRecord, transcript: Transcript) -> dict:
     return {
         "chain": result.get("sections"), "calls": [c.provider for c in calls],
         "contribute_calls": Counter(c.provider for c in calls), "requests": requests,
+        "overlapped": any(c.overlapped for c in record.calls),
         "diagnostics": result.get("diagnostics", []), "turn_failed": result.get("turn_failed"),
         "turn_error": result.get("error"), "history": result.get("history"), "prompt": result.get("prompt"),
     }
