@@ -86,8 +86,9 @@ class ReferenceKernel:
                 "turn_failed": False, "error": None, "diagnostics": diagnostics}
 
     def count_tokens(self, request: dict, call) -> dict:
-        content = forms.normalize_list("ContentBlock", request.get("content", []))
-        model = self.models.get((request.get("model_ref") or {}).get("id", ""))
+        counted = forms.normalize("CountTokensRequest", request["request"])
+        content = counted["content"]
+        model = self.models.get((counted.get("model_ref") or {}).get("id", ""))
         if model and model.get("count_tokens"):
             exact = self.tokenizer_count(content, model, call)
             if exact is not None:
