@@ -6,7 +6,9 @@ contribute, describe, stop for providers). Each takes the op's request
 fields as a dict and a `call(name, provider, request)` function for
 callbacks, and returns the op's result as a dict. `call` returns the
 callback's result or raises an exception carrying `code`, `message` and
-`context_error` (conformance.bindings.base.CallFailed).
+`context_error` (conformance.bindings.base.CallFailed). An op may itself
+raise CallFailed to answer with a structured error (a provider's Configure
+or Contribute); the engine decides what that error means.
 
 Messages cross as JSON round trips, so the object shares no state with the
 suite and sees exactly what a stdio shim would.
@@ -84,6 +86,8 @@ class PythonBinding:
         def run() -> None:
             try:
                 outcome["result"] = _json_copy(method(_json_copy(fields), call))
+            except CallFailed as failure:  # a structured error answer: the op's result, not a crash
+                outcome["failed"] = CallFailed(failure.code, failure.message, _json_copy(failure.context_error))
             except Exception:
                 outcome["error"] = traceback.format_exc(limit=8)
 
@@ -93,6 +97,8 @@ class PythonBinding:
         if worker.is_alive():
             self.broken = True  # the thread cannot be stopped; the object is abandoned
             raise HarnessError(f"{op} did not return within {self.timeout:g}s")
+        if "failed" in outcome:
+            raise outcome["failed"]
         if "error" in outcome:
             raise HarnessError(f"{op} raised:\n{outcome['error']}")
         if not isinstance(outcome.get("result"), dict):

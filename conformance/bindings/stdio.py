@@ -61,8 +61,7 @@ class StdioBinding:
             if message["id"] != request_id:
                 raise HarnessError(f"answered id {message['id']} while request {request_id} ({op}) was in flight")
             if "error" in message:
-                error = message["error"]
-                raise HarnessError(f"could not perform {op}: {error['code']}: {error['message']}")
+                raise CallFailed.from_json(message["error"])
             return message["result"]
 
     @staticmethod

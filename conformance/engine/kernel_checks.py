@@ -165,7 +165,12 @@ class TurnCheck:
         pending: tuple[CallRecord, Judgment] | None = None
         for index, call in enumerate(calls):
             prior = call.request["prior_sections"]
-            if pending:
+            if pending and pending[0].provider == call.provider:
+                # A repeated call (a retry): it must be sent the same chain; only the last one counts.
+                self.add("K-PRIOR-SECTIONS", prior == pending[0].request["prior_sections"],
+                         f"{call.provider} was called again with a different prior chain", self.at(call))
+                self.judgments.remove(pending[1])
+            elif pending:
                 self.resolve(*pending, observed=prior)
             else:
                 self.add("K-PRIOR-SECTIONS", prior == [],
@@ -280,14 +285,15 @@ class TurnCheck:
         where = self.at(call)
         outcome = next((o for o in judgment.outcomes if o.matches(observed)), None)
         if outcome is None:
+            # What the kernel should have reported about a chain it got wrong is moot; the chain is the finding.
             for requirement in self.attribute(judgment, call, observed):
                 self.add(requirement, False, f"{judgment.why}; the chain afterwards was "
                                              f"{_brief(observed)}, expected {_brief_expected(judgment.outcomes)}", where)
             outcome = judgment.outcomes[0]
         else:
             self.add(judgment.blame, True)
-        for needed in outcome.diagnostics:
-            self.check_diagnostic(judgment.provider, needed, where)
+            for needed in outcome.diagnostics:
+                self.check_diagnostic(judgment.provider, needed, where)
         if outcome.history is not None:
             self.history = outcome.history
             self.histories.append(outcome.history)
@@ -295,6 +301,12 @@ class TurnCheck:
     def attribute(self, judgment: Judgment, call: CallRecord, observed: list[dict]) -> list[str]:
         """Which requirement the kernel broke, from what it kept."""
         offered = (call.result or {}).get("sections", []) + call.request["prior_sections"]
+        prior, budget = call.request["prior_sections"], call.request["token_budget"]
+        if observed == prior and judgment.blame == "K-PRIOR-SECTIONS" and call.result is not None:
+            return [self.why_rejected(call.result.get("sections", [])[len(prior):], budget)]
+        if any(o.matches_but_tokens(observed) for o in judgment.outcomes):
+            # Right sections, wrong figure: the kernel's own count is off.
+            return ["K-COUNT-RESOLUTION" if self.model.count_tokens else "K-COUNT-FALLBACK-FORMULA"]
         found = []
         if any(not tokens.is_text_only(s["content"]) for s in observed):
             found.append("K-NON-TEXT-REJECT")
@@ -305,6 +317,14 @@ class TurnCheck:
         if judgment.blame not in ("K-NON-TEXT-REJECT", "K-PROMPT-BOUNDARIES") or not found:
             found.append(judgment.blame)
         return list(dict.fromkeys(found))
+
+    def why_rejected(self, own: list[dict], budget: int) -> str:
+        """The kernel dropped a reply it should have kept: which rule did it misapply?"""
+        if sum(self.model.count(s["content"]) for s in own) == budget:
+            return "K-BUDGET-REJECT"     # exactly at the budget is within it
+        if self.model.count_tokens and sum(tokens.fallback_count(s["content"]) for s in own) > budget:
+            return "K-COUNT-RESOLUTION"  # it counted with the formula, not the model's tokenizer
+        return "K-PRIOR-SECTIONS"
 
     def check_diagnostic(self, provider: str, needed, where: str) -> None:
         mine = [d for d in self.result["diagnostics"] if d.get("provider") == provider]
@@ -324,7 +344,8 @@ class TurnCheck:
     def check_failed_turn(self, pending: tuple[CallRecord, Judgment] | None) -> None:
         error = self.result.get("error")
         message = json.dumps(error, ensure_ascii=False) if error else ""
-        self.add("K-TRANSFORM-ERROR-SURFACED", bool(error), "the turn failed without an error saying why")
+        says_why = isinstance(error, dict) and any(isinstance(v, str) and v.strip() for v in error.values())
+        self.add("K-TRANSFORM-ERROR-SURFACED", says_why, f"the turn failed without an error saying why: {message or 'none'}")
         if pending is None:
             self.add("K-FIRE-EACH-TURN", False, "the turn failed before any provider was called")
             return
@@ -349,8 +370,10 @@ class TurnCheck:
                 return
             at_text = prompt.find(text, at_label + len(label))
             if at_text < 0:
-                self.add("K-NO-KERNEL-CUT", False, f"the text of {section['provider']}'s section {label!r} "
-                                                   "does not appear whole after its label")
+                whole = text in prompt
+                self.add("K-PROMPT-BOUNDARIES" if whole else "K-NO-KERNEL-CUT", False,
+                         f"the text of {section['provider']}'s section {label!r} "
+                         + ("is not inside a boundary carrying its label" if whole else "is not in the prompt whole"))
                 return
             position = at_text + len(text)
         self.add("K-PROMPT-BOUNDARIES", True)
@@ -385,12 +408,18 @@ class TurnCheck:
 def _cut_from(section: dict, offered: list[dict]) -> bool:
     """`section` is a shortened copy of an offered section with the same owner and label."""
     text = tokens.text_of(section["content"])
+    if any(_same_but_tokens(section, original) for original in offered):
+        return False
     for original in offered:
         if (original["provider"], original["label"]) == (section["provider"], section["label"]):
             whole = tokens.text_of(original["content"])
             if len(text) < len(whole) and whole.startswith(text[: max(1, len(text) - 3)]):
                 return True
     return False
+
+
+def _same_but_tokens(a: dict, b: dict) -> bool:
+    return {**a, "tokens": 0} == {**b, "tokens": 0}
 
 
 def _brief(chain: list[dict]) -> str:

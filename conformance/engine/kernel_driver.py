@@ -107,6 +107,8 @@ def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
                 record.result = _parsed("CountTokensResult", result, "count_tokens")
     except HarnessError as exc:
         transcript.error = str(exc)
+    except CallFailed as failure:  # a kernel shim has no business answering an op with an error
+        transcript.error = f"the kernel could not perform an op: {failure.code}: {failure.message}"
     return transcript
 
 

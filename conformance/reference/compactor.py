@@ -64,13 +64,16 @@ class Compactor(ReferenceProvider):
     def fit_chain(self, prior: list[dict], budget: int, count: Counter) -> list[dict]:
         """A chain whose sections together fit the budget, which a compactor
         must produce, not merely attempt (context/data-types.md#ordering--chaining).
-        Each stage gives up more detail; the first that fits is returned."""
-        if self.total(prior, count) <= budget:
+        Sections are summarized one at a time, largest first, so no more is
+        given up than the budget demands; merging is the last resort."""
+        chain = list(prior)
+        if self.total(chain, count) <= budget:
             return prior
         for kept in (None, 1):  # the lead of every paragraph, then of the first only
-            chain = [self.summarized(section, kept, count) for section in prior]
-            if self.total(chain, count) <= budget:
-                return chain
+            for i in sorted(range(len(chain)), key=lambda j: -count(chain[j]["content"])):
+                chain[i] = self.summarized(prior[i], kept, count)
+                if self.total(chain, count) <= budget:
+                    return chain
         return self.merged(prior, budget, count)
 
     @staticmethod

@@ -1,13 +1,13 @@
 """The reference file reader (conformance.reference.filereader:create): one
 convention file, such as a CLAUDE.md, contributed as one static section.
 
-The first half is shared with the reference compactor: the provider skeleton,
-counting through the kernel, structured failures, fitting text into a budget.
-Methods stay small so a mutant can override one to break one requirement.
+Its first half is shared with the reference compactor. Methods stay small so a
+mutant can override one to break one requirement.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import re
 from pathlib import Path
@@ -25,8 +25,7 @@ _BLANK_LINES = re.compile(r"\n\s*\n")
 
 
 def context_failure(category: str, message: str, retryable: bool = False) -> CallFailed:
-    """A failure carrying a ContextError, travelling under its category's gRPC
-    code (context/conformance.md#error-taxonomy)."""
+    """A failure with its ContextError, under its category's code (context/conformance.md#error-taxonomy)."""
     return CallFailed(errors.GRPC_CODE[category], message,
                       {"category": errors.enum_name(category), "message": message, "retryable": retryable})
 
@@ -37,14 +36,13 @@ def text_block(text: str) -> list[dict]:
 
 def paragraphs(text: str) -> list[str]:
     """The runs of non-blank lines, blank lines being separators; indentation is kept."""
-    runs = ("\n".join(line.rstrip() for line in run.split("\n")).strip("\n") for run in _BLANK_LINES.split(text))
-    return [run for run in runs if run]
+    runs = ["\n".join(line.rstrip() for line in run.split("\n")) for run in _BLANK_LINES.split(text)]
+    return [run.strip("\n") for run in runs if run.strip()]
 
 
 class Counter:
-    """Token counts for one firing, always asked of the kernel's CountTokens
-    (context/data-types.md#contextsection, kernel-callbacks.md#counttokens);
-    remembered so a figure that was already asked for is not asked again."""
+    """One firing's token counts, each asked of the kernel's CountTokens once and
+    never estimated (context/data-types.md#contextsection)."""
 
     def __init__(self, call, model_id: str):
         self.call, self.model_id, self.seen = call, model_id, {}
@@ -66,20 +64,14 @@ class Counter:
 
 
 def longest_fitting(n: int, fits: Callable[[int], bool]) -> int:
-    """The largest k in 1..n with fits(k), or 0; a binary search, since more
-    of a text never counts fewer tokens."""
-    low, high = 0, n
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return low
+    """The largest k in 1..n with fits(k), or 0: a binary search, since more text never counts fewer tokens."""
+    return bisect.bisect_left(range(1, n + 1), True, key=lambda k: not fits(k))
 
 
 def fit_pieces(pieces: list[str], sep: str, fits: Callable[[str], bool]) -> tuple[str, bool] | None:
-    """Reduce text to fit, the producer's own job (context/data-types.md#budget-mechanics):
-    all pieces if they fit, else the longest run of leading pieces, else the
-    longest word-boundary prefix of the first piece. Returns (text, cut) or
-    None when not even one word fits."""
+    """The producer's own reduction (context/data-types.md#budget-mechanics): all pieces,
+    else the most leading pieces that fit, else the longest word-boundary prefix
+    of the first. Returns (text, cut), or None when not one word fits."""
     if not pieces:
         return None
     whole = sep.join(pieces)
@@ -105,8 +97,7 @@ class ReferenceProvider:
                                    "language": "python"}, "features": []}
 
     def get_capabilities(self, request: dict, call) -> dict:
-        # Fixed properties of the plugin, never read from the source
-        # (context/protocol.md#getcapabilities); a fresh copy each time.
+        # Fixed properties, never read from the source (context/protocol.md#getcapabilities).
         return {"capabilities": copy.deepcopy(self.CAPABILITIES)}
 
     def describe(self, request: dict, call) -> dict:
@@ -149,8 +140,7 @@ class FileReader(ReferenceProvider):
         root, path = config.get("root"), config.get("path")
         if not isinstance(root, str) or not isinstance(path, str) or not path:
             raise context_failure("invalid_request", "config needs string attributes root and path")
-        self.path = self.resolve(root, path)
-        self.label = path
+        self.path, self.label = self.resolve(root, path), path
         return {}
 
     def resolve(self, root: str, path: str) -> Path:
@@ -177,7 +167,7 @@ class FileReader(ReferenceProvider):
     def read(self) -> str:
         """The file as it is now; gone or unreadable is source_unavailable."""
         try:
-            return self.path.read_text(encoding="utf-8", errors="replace")
+            return self.path.read_text(encoding="utf-8-sig", errors="replace")  # newlines become \n
         except OSError as exc:
             raise context_failure("source_unavailable", f"cannot read {self.label}: {exc.strerror or exc}",
                                   retryable=True) from None
@@ -185,7 +175,6 @@ class FileReader(ReferenceProvider):
     def strip(self, text: str) -> str:
         """Drop authoring artifacts (context/data-types.md#stripping-non-semantic-artifacts):
         a front-matter block at the very start, then every HTML comment."""
-        text = text.replace("\r\n", "\n").lstrip("\ufeff")
         return _HTML_COMMENT.sub("", _FRONT_MATTER.sub("", text, count=1))
 
     def own_section(self, text: str, budget: int, count: Counter) -> dict | None:

@@ -2,8 +2,8 @@
 rulings describe it, reached through the python binding (and, through
 runners/python/kernel_stdio_shim.py, the stdio one).
 
-Its methods are small on purpose: each mutant in kernel_mutants.py overrides
-one of them to break one requirement.
+Every decision is a small method of its own, so that each mutant in
+kernel_mutants.py can override one of them and break one requirement.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class Provider:
 class Session:
     history: list[dict] = field(default_factory=list)
     last_total: int = 0
+    turns: int = 0
 
 
 class TurnFailed(Exception):
@@ -41,8 +42,7 @@ class TurnFailed(Exception):
 
 
 class ReferenceKernel:
-    IMPLEMENTATION = {"name": "ctxconf-reference-kernel", "version": __version__, "language": "python",
-                      "homepage": "https://github.com/ctxconf/ctxconf"}
+    IMPLEMENTATION = {"name": "ctxconf-reference-kernel", "version": __version__, "language": "python"}
     FEATURES = ["reload", "count_tokens"]
 
     def __init__(self) -> None:
@@ -51,7 +51,7 @@ class ReferenceKernel:
         self.routing: list[str] = []
         self.sessions: dict[str, Session] = {}
 
-    # --- ops ---------------------------------------------------------------
+    # --- ops ----------------------------------------------------------------------
 
     def hello(self, request: dict, call) -> dict:
         return {"implementation": self.IMPLEMENTATION, "features": self.FEATURES}
@@ -60,15 +60,14 @@ class ReferenceKernel:
         config = request["config"]
         self.models = {m["id"]: m for m in config["models"]}
         self.routing = [config["primary_model"], *config.get("fallback_models", [])]
-        self.sessions = {}
-        self.providers = []
+        self.sessions, self.providers = {}, []
         for declared in config["providers"]:
             reply = call("GetCapabilities", declared["name"], {})
             capabilities = forms.normalize("ContextCapabilities", reply.get("capabilities", {}))
             call("Configure", declared["name"], {"config": declared.get("config", {})})
             self.providers.append(Provider(declared["name"], capabilities, declared.get("token_budget_override")))
         self.providers = self.assembly_order(self.providers)
-        return {"warnings": self.load_warnings()}
+        return {"warnings": [w for w in (self.budget_warning(), self.stability_warning()) if w]}
 
     def assemble(self, request: dict, call) -> dict:
         turn = request["turn"]
@@ -81,24 +80,25 @@ class ReferenceKernel:
         except TurnFailed as failure:
             return {"sections": [], "prompt": "", "history": session.history, "turn_failed": True,
                     "error": {"message": str(failure)}, "diagnostics": diagnostics}
-        session.last_total = sum(self.count(s["content"], model, call) for s in chain)
+        finally:
+            session.turns += 1
+        session.last_total = self.assembled_total(chain, session, model, call)
         return {"sections": chain, "prompt": self.render(chain), "history": session.history,
                 "turn_failed": False, "error": None, "diagnostics": diagnostics}
 
     def count_tokens(self, request: dict, call) -> dict:
         counted = forms.normalize("CountTokensRequest", request["request"])
-        content = counted["content"]
         model = self.models.get((counted.get("model_ref") or {}).get("id", ""))
         if model and model.get("count_tokens"):
-            exact = self.tokenizer_count(content, model, call)
+            exact = self.tokenizer_count(counted["content"], model, call)
             if exact is not None:
                 return {"count": exact, "exact": True}
-        return {"count": self.fallback(content), "exact": False}
+        return {"count": self.fallback(counted["content"]), "exact": False}
 
     def stop(self, request: dict, call) -> dict:
         return {}
 
-    # --- config load ----------------------------------------------------------
+    # --- config load ------------------------------------------------------------------
 
     def assembly_order(self, providers: list[Provider]) -> list[Provider]:
         return providers  # declaration order, always (KC-NO-REORDER)
@@ -108,31 +108,27 @@ class ReferenceKernel:
             return provider.override
         return int(provider.capabilities.get("default_token_budget", 0))
 
-    def load_warnings(self) -> list[dict]:
-        warnings = []
-        total = sum(self.resolve_cap(p) for p in self.providers)
-        ceilings = [self.effective_ceiling(self.models[m]) for m in self.routing if m in self.models]
+    def routing_ceilings(self) -> list[int]:
+        return [self.effective_ceiling(self.models[m]) for m in self.routing if m in self.models]
+
+    def budget_warning(self) -> dict | None:
+        total, ceilings = sum(self.resolve_cap(p) for p in self.providers), self.routing_ceilings()
         if ceilings and total > min(ceilings):
-            warnings.append({"code": "budget_sum_exceeds_ceiling",
-                             "message": f"provider caps add up to {total}, more than the smallest "
-                                        f"effective ceiling {min(ceilings)}"})
-        stabilities = [p.stability for p in self.providers]
-        if self._dynamic_before_static(stabilities):
-            warnings.append({"code": "dynamic_before_static",
-                             "message": "a dynamic provider is declared before a static one; "
-                                        "the cache prefix breaks whenever the dynamic content changes"})
-        return warnings
+            return {"code": "budget_sum_exceeds_ceiling",
+                    "message": f"the caps add up to {total}, more than the smallest effective ceiling {min(ceilings)}"}
+        return None
 
-    @staticmethod
-    def _dynamic_before_static(stabilities: list[str]) -> bool:
+    def stability_warning(self) -> dict | None:
         seen_dynamic = False
-        for stability in stabilities:
-            seen_dynamic = seen_dynamic or stability == "STABILITY_DYNAMIC"
-            if seen_dynamic and stability == "STABILITY_STATIC":
-                return True
-        return False
+        for provider in self.providers:
+            seen_dynamic = seen_dynamic or provider.stability == "STABILITY_DYNAMIC"
+            if seen_dynamic and provider.stability == "STABILITY_STATIC":
+                return {"code": "dynamic_before_static",
+                        "message": f"{provider.name} (static) comes after a dynamic provider; "
+                                   "the cache prefix breaks whenever the dynamic content changes"}
+        return None
 
-    # --- one firing -------------------------------------------------------------
+    # --- one firing ---------------------------------------------------------------------
 
     def effective_ceiling(self, model: dict) -> int:
         return model["context_window"] - model["reserved_output"] - model["system_overhead"]
@@ -141,42 +137,53 @@ class ReferenceKernel:
         return {"id": model["id"], "context_window": model["context_window"],
                 "effective_ceiling": self.effective_ceiling(model)}
 
+    def turn_fields(self, turn: dict) -> dict:
+        return {key: turn.get(key, "") for key in ("session_id", "parent_session_id", "turn_id",
+                                                    "working_directory")} | {"files_touched": turn.get("files_touched", [])}
+
+    def providers_for_turn(self, session: Session) -> list[Provider]:
+        return self.providers
+
+    def initial_chain(self, session: Session) -> list[dict]:
+        return []  # every firing starts empty (R-FIRING-STARTS-EMPTY)
+
     def history_for(self, provider: Provider, history: list[dict]) -> list[dict]:
         return history if provider.compactor else []
 
+    def count_history(self, session: Session, model: dict, call) -> int:
+        return self.count(tokens.history_content(session.history), model, call)
+
     def run_chain(self, turn: dict, model: dict, session: Session, diagnostics: list[dict], call) -> list[dict]:
-        chain: list[dict] = []
-        history_tokens = self.count(tokens.history_content(session.history), model, call)
-        for provider in self.providers:
-            request = {
-                "session_id": turn["session_id"], "parent_session_id": turn.get("parent_session_id", ""),
-                "turn_id": turn["turn_id"], "token_budget": self.resolve_cap(provider),
-                "model_target": self.model_target(model), "files_touched": turn.get("files_touched", []),
-                "working_directory": turn.get("working_directory", ""), "prior_sections": chain,
+        chain = self.initial_chain(session)
+        history_tokens = self.count_history(session, model, call)
+        for provider in self.providers_for_turn(session):
+            budget = self.resolve_cap(provider)
+            request = self.turn_fields(turn) | {
+                "token_budget": budget, "model_target": self.model_target(model), "prior_sections": chain,
                 "conversation_history": self.history_for(provider, session.history),
-                "history_tokens": history_tokens, "assembled_tokens_last_turn": session.last_total,
-            }
+                "history_tokens": history_tokens, "assembled_tokens_last_turn": session.last_total}
             try:
-                reply = forms.normalize("ContextContribution", call("Contribute", provider.name, request))
+                reply = forms.normalize("ContextContribution", self.contribute(provider, request, call))
             except CallFailed as failure:
-                diagnostics.append(self.on_failure(provider, failure))
+                self.report(diagnostics, self.on_failure(provider, failure))
                 continue
             except forms.WireFormError as exc:
-                diagnostics.append(self.diagnostic(provider, "unknown", f"unreadable reply: {exc}",
-                                                   kind="provider_failed"))
+                self.report(diagnostics, self.diagnostic(provider, "unknown", f"unreadable reply: {exc}"))
                 continue
-            before = session.history
-            chain = self.accept(provider, chain, reply, request["token_budget"], model, session, diagnostics, call)
-            if session.history is not before:
-                history_tokens = self.count(tokens.history_content(session.history), model, call)
+            history = session.history
+            chain = self.accept(provider, chain, reply, budget, model, session, diagnostics, call)
+            if session.history is not history:
+                history_tokens = self.count_history(session, model, call)
         return chain
 
-    def on_failure(self, provider: Provider, failure: CallFailed) -> dict:
-        """Isolate every failing provider (R-ERROR-ISOLATION accepts it for all categories)."""
+    def contribute(self, provider: Provider, request: dict, call) -> dict:
+        return call("Contribute", provider.name, request)
+
+    def on_failure(self, provider: Provider, failure: CallFailed) -> dict | None:
+        """Isolate every failing provider; R-ERROR-ISOLATION accepts that for every category."""
         category = errors.category_of(failure.context_error) or "unknown"
         message = (failure.context_error or {}).get("message") or failure.message
-        return self.diagnostic(provider, category, f"Contribute failed ({failure.code}): {message}",
-                               kind="provider_failed")
+        return self.diagnostic(provider, category, f"Contribute failed ({failure.code}): {message}", kind="provider_failed")
 
     def accept(self, provider: Provider, chain: list[dict], reply: dict, budget: int, model: dict,
                session: Session, diagnostics: list[dict], call) -> list[dict]:
@@ -184,58 +191,88 @@ class ReferenceKernel:
         sections = reply["sections"]
         if provider.compactor:
             kept = self.admissible(provider, sections, diagnostics)
-            if self.over_budget(kept, budget, model, call):
-                diagnostics.append(self.diagnostic(provider, "budget_exceeded",
-                                                   f"the compactor's chain exceeds its budget of {budget}; reply rejected"))
-                return chain
+            if self.over_budget(self.counted_against_compactor(provider, kept), budget, model, call):
+                return self.reject_compactor(provider, chain, reply, budget, session, diagnostics)
             if reply["rewritten_history"]:
-                session.history = reply["rewritten_history"]
+                self.apply_rewrite(session, reply["rewritten_history"])
             return self.recounted(kept, model, call)
         if not self.in_scope(provider, chain, sections):
-            diagnostics.append(self.diagnostic(provider, "scope_violation",
-                                               "the reply changed sections it does not own; reply discarded"))
-            return chain
+            return self.on_scope_violation(provider, chain, sections, diagnostics)
         if reply["rewritten_history"]:
-            diagnostics.append(self.diagnostic(provider, "scope_violation",
-                                               "only a compactor may rewrite history; reply discarded"))
-            return chain
+            return self.on_foreign_rewrite(provider, chain, reply, session, diagnostics)
         own = self.admissible(provider, sections[len(chain):], diagnostics)
         if self.over_budget(own, budget, model, call):
-            diagnostics.append(self.diagnostic(provider, "budget_exceeded",
-                                               f"its sections exceed its budget of {budget}; dropped"))
-            return chain
+            return self.on_over_budget(provider, chain, own, budget, model, diagnostics)
         return chain + self.recounted(own, model, call)
 
     def in_scope(self, provider: Provider, chain: list[dict], sections: list[dict]) -> bool:
-        """Prior sections an untouched prefix; everything after it the provider's own."""
+        """R-PLACEMENT: the prior chain an untouched prefix, everything after it the provider's own."""
         n = len(chain)
         return len(sections) >= n and sections[:n] == chain and all(s["provider"] == provider.name
                                                                        for s in sections[n:])
+
+    def on_scope_violation(self, provider: Provider, chain: list[dict], sections: list[dict],
+                           diagnostics: list[dict]) -> list[dict]:
+        self.report(diagnostics, self.diagnostic(provider, "scope_violation",
+                                                 "the reply changed sections it does not own; reply discarded"))
+        return chain
+
+    def on_foreign_rewrite(self, provider: Provider, chain: list[dict], reply: dict, session: Session,
+                           diagnostics: list[dict]) -> list[dict]:
+        self.report(diagnostics, self.diagnostic(provider, "scope_violation",
+                                                 "only a compactor may rewrite the history; reply discarded"))
+        return chain
 
     def admissible(self, provider: Provider, sections: list[dict], diagnostics: list[dict]) -> list[dict]:
         """Sections that may enter the chain: text-only and labelled, each judged whole."""
         kept = []
         for section in sections:
             if not tokens.is_text_only(section["content"]):
-                diagnostics.append(self.diagnostic(provider, "non_text_content",
-                                                   "a section holds a non-text block; section dropped", section))
+                self.report(diagnostics, self.diagnostic(provider, "non_text_content",
+                                                         "a section holds a non-text block; section dropped", section))
             elif not section["label"]:
-                diagnostics.append(self.diagnostic(provider, "missing_label",
-                                                   "a section has no label; section dropped", section))
+                self.report(diagnostics, self.diagnostic(provider, "missing_label",
+                                                         "a section has no label; section dropped"))
             else:
                 kept.append(section)
         return kept
 
     def over_budget(self, sections: list[dict], budget: int, model: dict, call) -> bool:
+        """Judged by the kernel's own count, never the stated figure (R-TOKENS-RECOUNT)."""
         return sum(self.count(s["content"], model, call) for s in sections) > budget
+
+    def on_over_budget(self, provider: Provider, chain: list[dict], own: list[dict], budget: int, model: dict,
+                       diagnostics: list[dict]) -> list[dict]:
+        self.report(diagnostics, self.diagnostic(provider, "budget_exceeded",
+                                                 f"its sections exceed its budget of {budget}; dropped"))
+        return chain
+
+    def counted_against_compactor(self, provider: Provider, kept: list[dict]) -> list[dict]:
+        return kept  # the whole returned chain (R-COMPACTOR-OVER-BUDGET)
+
+    def reject_compactor(self, provider: Provider, chain: list[dict], reply: dict, budget: int, session: Session,
+                         diagnostics: list[dict]) -> list[dict]:
+        self.report(diagnostics, self.diagnostic(provider, "budget_exceeded",
+                                                 f"the compactor's chain exceeds its budget of {budget}; reply rejected"))
+        return chain
+
+    def apply_rewrite(self, session: Session, history: list[dict]) -> None:
+        session.history = history
 
     def recounted(self, sections: list[dict], model: dict, call) -> list[dict]:
         return [{**s, "tokens": self.count(s["content"], model, call)} for s in sections]
 
+    def assembled_total(self, chain: list[dict], session: Session, model: dict, call) -> int:
+        return sum(self.count(s["content"], model, call) for s in chain)
+
     def render(self, chain: list[dict]) -> str:
-        parts = [f"<<< {s['label']} | {s['provider']} >>>\n{tokens.text_of(s['content'])}\n<<< end {s['label']} >>>"
-                 for s in chain]
-        return "\n\n".join(parts)
+        return "\n\n".join(f"<<< {s['label']} | {s['provider']} >>>\n{tokens.text_of(s['content'])}\n"
+                           f"<<< end {s['label']} >>>" for s in chain)
+
+    @staticmethod
+    def report(diagnostics: list[dict], diagnostic: dict | None) -> None:
+        if diagnostic is not None:
+            diagnostics.append(diagnostic)
 
     @staticmethod
     def diagnostic(provider: Provider, category: str, message: str, section: dict | None = None,
@@ -245,7 +282,7 @@ class ReferenceKernel:
             diagnostic["label"] = section["label"]
         return diagnostic
 
-    # --- counting ------------------------------------------------------------------
+    # --- counting -------------------------------------------------------------------------
 
     def count(self, content: list[dict], model: dict, call) -> int:
         """CountTokens resolution: the model's tokenizer if it has one, else the fallback."""
@@ -257,8 +294,8 @@ class ReferenceKernel:
 
     def tokenizer_count(self, content: list[dict], model: dict, call) -> int | None:
         try:
-            reply = call("CountTokens", None, {"model_ref": {"provider": model.get("provider", ""),
-                                                             "id": model["id"]}, "content": content})
+            reply = call("CountTokens", None, {"model_ref": {"provider": model.get("provider", ""), "id": model["id"]},
+                                               "content": content})
         except CallFailed:
             return None
         return int(reply["count"])

@@ -1,0 +1,581 @@
+"""Mutants of the reference kernel: each a small, deliberate deviation.
+
+Every mutant overrides one decision of ReferenceKernel and declares the
+requirement(s) it breaks. The self-test runs the suite against each one and
+expects exactly those to be reported failing: `breaks` must fail, and
+nothing outside `breaks` and `also` may. `also` lists the requirements the
+same bug unavoidably breaks too (a kernel that counts characters gets budgets
+and history_tokens wrong as well as the formula).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from conformance.bindings.base import CallFailed
+from conformance.reference.kernel import Provider, ReferenceKernel, Session, TurnFailed
+from conformance.wire import errors, tokens
+
+MUTANTS: dict[str, type[ReferenceKernel]] = {}
+
+
+def mutant(*breaks: str, also: list[str] = ()):
+    def register(cls: type[ReferenceKernel]) -> type[ReferenceKernel]:
+        cls.breaks, cls.also = breaks, tuple(also)
+        MUTANTS[cls.__name__] = cls
+        return cls
+    return register
+
+
+def factory(name: str):
+    """A python-binding factory for one mutant."""
+    return MUTANTS[name]
+
+
+# --- order and firing -------------------------------------------------------------
+
+@mutant("K-DECLARATION-ORDER",
+        also=["K-COMPACTOR-BUDGET", "K-COUNT-RESOLUTION", "K-ERR-BUDGET-EXCEEDED",
+              "K-ERR-INVALID-REQUEST-LOG", "K-ERR-SCOPE-VIOLATION", "K-ERR-SOURCE-UNAVAILABLE",
+              "K-FIRE-EACH-TURN", "K-HISTORY-TOKENS", "K-NO-SILENT-FALLBACK", "K-NON-TEXT-REJECT",
+              "K-PRIOR-SECTIONS", "K-SCOPE-DISCARD", "K-SCOPE-NO-FAIL", "K-TRANSFORM-ERROR-SURFACED",
+              "KC-MAY-MULTIPLE-READERS", "KC-NO-REORDER"])
+class AlphabeticalOrder(ReferenceKernel):
+    """Calls the providers sorted by name, as a registry keyed by name would."""
+
+    def providers_for_turn(self, session):
+        return sorted(self.providers, key=lambda p: p.name)
+
+
+@mutant("KC-NO-REORDER", also=["K-DECLARATION-ORDER"])
+class StaticFirst(ReferenceKernel):
+    """Warns about a dynamic-before-static declaration, then 'fixes' it by calling static providers first."""
+
+    def providers_for_turn(self, session):
+        return sorted(self.providers, key=lambda p: p.stability != "STABILITY_STATIC")
+
+
+@mutant("K-FIRE-EACH-TURN",
+        also=["K-ASSEMBLED-LAST-TURN", "K-EFFECTIVE-CEILING", "K-HISTORY-NOT-TO-OTHERS",
+              "K-HISTORY-TO-COMPACTOR", "K-HISTORY-TOKENS", "K-MODEL-TARGET", "K-PRIOR-SECTIONS",
+              "K-TOKEN-BUDGET", "K-TURN-FIELDS"])
+class SessionStartOnly(ReferenceKernel):
+    """Assembles context on a session's first turn only."""
+
+    def providers_for_turn(self, session: Session):
+        return self.providers if session.turns == 0 else []
+
+
+@mutant("K-PRIOR-SECTIONS", also=["K-ASSEMBLED-LAST-TURN", "K-FIRE-EACH-TURN"])
+class CarriesChainAcrossTurns(ReferenceKernel):
+    """Starts each firing from the previous turn's final chain (examples.md's turn 4, read literally)."""
+
+    def assemble(self, request, call):
+        result = super().assemble(request, call)
+        self._last = result["sections"]
+        return result
+
+    def initial_chain(self, session):
+        return list(getattr(self, "_last", [])) if session.turns else []
+
+
+@mutant("K-SEQUENTIAL",
+        also=["K-BUDGET-NO-TURN-FAIL", "K-DECLARATION-ORDER", "K-FIRE-EACH-TURN", "K-SCOPE-NO-FAIL",
+              "KC-NO-REORDER"])
+class HedgedFirstCall(ReferenceKernel):
+    """Sends the first provider's request twice at once and keeps the first answer (a 'hedged' request)."""
+
+    def contribute(self, provider, request, call):
+        if request["prior_sections"] or provider is not self.providers[0]:
+            return super().contribute(provider, request, call)
+        twin = threading.Thread(target=self._quietly, args=(provider, request, call))
+        twin.start()
+        try:
+            return super().contribute(provider, request, call)
+        finally:
+            twin.join()
+
+    def _quietly(self, provider, request, call):
+        try:
+            call("Contribute", provider.name, request)
+        except CallFailed:
+            pass
+
+
+# --- config-load warnings -------------------------------------------------------------
+
+@mutant("KC-BUDGET-SUM-WARN")
+class NoBudgetWarning(ReferenceKernel):
+    """Never warns about the caps' sum."""
+
+    def budget_warning(self):
+        return None
+
+
+@mutant("KC-BUDGET-SUM-WARN")
+class BudgetWarningFromDefaults(ReferenceKernel):
+    """Sums the declared defaults, ignoring agent.hcl overrides."""
+
+    def budget_warning(self):
+        total = sum(int(p.capabilities.get("default_token_budget", 0)) for p in self.providers)
+        ceilings = self.routing_ceilings()
+        return {"code": "budget_sum_exceeds_ceiling", "message": "sum"} if total > min(ceilings) else None
+
+
+@mutant("KC-BUDGET-SUM-WARN")
+class BudgetWarningPrimaryOnly(ReferenceKernel):
+    """Compares the caps with the primary model only, not the fallbacks."""
+
+    def routing_ceilings(self):
+        return super().routing_ceilings()[:1]
+
+
+@mutant("KC-BUDGET-SUM-WARN")
+class BudgetWarningAtEquality(ReferenceKernel):
+    """Warns when the sum merely equals the smallest ceiling."""
+
+    def budget_warning(self):
+        total, ceilings = sum(self.resolve_cap(p) for p in self.providers), self.routing_ceilings()
+        return {"code": "budget_sum_exceeds_ceiling", "message": "sum"} if total >= min(ceilings) else None
+
+
+@mutant("KC-STABILITY-ORDER-WARN")
+class NoStabilityWarning(ReferenceKernel):
+    """Never warns about a dynamic provider ahead of a static one."""
+
+    def stability_warning(self):
+        return None
+
+
+# --- requests --------------------------------------------------------------------------------
+
+@mutant("K-TOKEN-BUDGET", also=["KC-BUDGET-SUM-WARN"])
+class IgnoresOverride(ReferenceKernel):
+    """Always hands out the provider's default, ignoring the agent.hcl override."""
+
+    def resolve_cap(self, provider):
+        return int(provider.capabilities.get("default_token_budget", 0))
+
+
+@mutant("K-MODEL-TARGET", also=["K-EFFECTIVE-CEILING"])
+class PrimaryModelTarget(ReferenceKernel):
+    """Describes the primary model in model_target whatever model the turn runs on."""
+
+    def model_target(self, model):
+        return super().model_target(self.models[self.routing[0]])
+
+
+@mutant("K-EFFECTIVE-CEILING")
+class EightyPercentCeiling(ReferenceKernel):
+    """Takes 80% of the context window as the ceiling instead of subtracting reserved output and overhead."""
+
+    def effective_ceiling(self, model):
+        return model["context_window"] * 80 // 100
+
+
+@mutant("K-TURN-FIELDS")
+class TurnNumberAsId(ReferenceKernel):
+    """Sends a turn counter as turn_id instead of the turn's own id."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        return super().run_chain({**turn, "turn_id": f"turn_{session.turns + 1:02d}"}, model, session, diagnostics, call)
+
+
+@mutant("K-HISTORY-NOT-TO-OTHERS")
+class HistoryToEveryone(ReferenceKernel):
+    """Sends the conversation to every provider."""
+
+    def history_for(self, provider, history):
+        return history
+
+
+@mutant("K-HISTORY-TO-COMPACTOR")
+class HistoryToFirstCompactorOnly(ReferenceKernel):
+    """Sends the conversation to the first compactor only."""
+
+    def history_for(self, provider, history):
+        first = next((p for p in self.providers if p.compactor), None)
+        return history if provider is first else []
+
+
+@mutant("K-HISTORY-TOKENS")
+class HistoryTokensOfFirstTurn(ReferenceKernel):
+    """Counts the history once per session and keeps sending that figure."""
+
+    def count_history(self, session, model, call):
+        if not hasattr(session, "first_count"):
+            session.first_count = super().count_history(session, model, call)
+        return session.first_count
+
+
+@mutant("K-ASSEMBLED-LAST-TURN")
+class AssembledIncludesHistory(ReferenceKernel):
+    """Reports the previous turn's sections plus its history as assembled_tokens_last_turn."""
+
+    def assembled_total(self, chain, session, model, call):
+        return super().assembled_total(chain, session, model, call) + self.count_history(session, model, call)
+
+
+# --- token counting -------------------------------------------------------------------------
+
+@mutant("K-COUNT-FALLBACK-FORMULA",
+        also=["K-COUNT-NON-TEXT-ZERO", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+class PerBlockRounding(ReferenceKernel):
+    """Rounds each text block up separately and adds the results."""
+
+    def fallback(self, content):
+        return sum(tokens.fallback_count([block]) for block in content)
+
+
+@mutant("K-COUNT-FALLBACK-FORMULA",
+        also=["K-BUDGET-REJECT", "K-COUNT-NON-TEXT-ZERO", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+class CharactersNotBytes(ReferenceKernel):
+    """Counts characters instead of UTF-8 bytes."""
+
+    def fallback(self, content):
+        return (len(tokens.text_of(content)) + 3) // 4
+
+
+@mutant("K-COUNT-FALLBACK-FORMULA",
+        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+class FloorNotCeiling(ReferenceKernel):
+    """Rounds down instead of up."""
+
+    def fallback(self, content):
+        return len(tokens.text_of(content).encode()) // 4
+
+
+@mutant("K-COUNT-NON-TEXT-ZERO",
+        also=["K-COUNT-FALLBACK-FORMULA", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+class CountsNonText(ReferenceKernel):
+    """Adds the JSON size of non-text blocks to the fallback count."""
+
+    def fallback(self, content):
+        size = len(tokens.text_of(content).encode()) + sum(len(json.dumps(b)) for b in content if "text" not in b)
+        return (size + 3) // 4
+
+
+@mutant("K-COUNT-SINGLE-FORMULA",
+        also=["K-COUNT-FALLBACK-FORMULA", "K-COUNT-NON-TEXT-ZERO", "K-HISTORY-TOKENS"])
+class CodeAwareFallback(ReferenceKernel):
+    """Uses 3 bytes per token for text that looks like code: a second formula."""
+
+    def fallback(self, content):
+        text = tokens.text_of(content)
+        per = 3 if any(mark in text for mark in ("def ", "return", "{", "(")) else 4
+        return (len(text.encode()) + per - 1) // per
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-COUNT-EXACT-FLAG", "K-HISTORY-TOKENS"])
+class IgnoresTokenizer(ReferenceKernel):
+    """Always uses the fallback formula, even for models with a tokenizer."""
+
+    def tokenizer_count(self, content, model, call):
+        return None
+
+
+@mutant("K-COUNT-EXACT-FLAG")
+class AlwaysExact(ReferenceKernel):
+    """Says exact true even for fallback counts."""
+
+    def count_tokens(self, request, call):
+        return {**super().count_tokens(request, call), "exact": True}
+
+
+# --- budgets ------------------------------------------------------------------------------------
+
+@mutant("K-BUDGET-VALIDATE", also=["K-NO-SILENT-FALLBACK"])
+class TrustsStatedTokens(ReferenceKernel):
+    """Judges budgets by the tokens the provider stated."""
+
+    def over_budget(self, sections, budget, model, call):
+        return sum(s["tokens"] for s in sections) > budget
+
+
+@mutant("K-BUDGET-VALIDATE", also=["K-NO-SILENT-FALLBACK"])
+class RecountSingleBlockOnly(ReferenceKernel):
+    """Recounts single-block sections but trusts the stated figure of multi-block ones."""
+
+    def over_budget(self, sections, budget, model, call):
+        return sum(self.count(s["content"], model, call) if len(s["content"]) == 1 else s["tokens"]
+                   for s in sections) > budget
+
+
+@mutant("K-BUDGET-REJECT", also=["K-COUNT-RESOLUTION", "K-NO-KERNEL-CUT", "K-PRIOR-SECTIONS"])
+class RejectsAtBudget(ReferenceKernel):
+    """Rejects a provider exactly at its budget (>= instead of >)."""
+
+    def over_budget(self, sections, budget, model, call):
+        return sum(self.count(s["content"], model, call) for s in sections) >= budget and bool(sections)
+
+
+@mutant("K-BUDGET-REJECT", also=["K-COMPACTOR-BUDGET", "K-NO-SILENT-FALLBACK"])
+class PerSectionBudget(ReferenceKernel):
+    """Checks each section against the budget on its own (the upstream kernel's reading)."""
+
+    def over_budget(self, sections, budget, model, call):
+        return any(self.count(s["content"], model, call) > budget for s in sections)
+
+
+@mutant("K-TRUNCATED-NOT-ENOUGH", also=["K-NO-SILENT-FALLBACK"])
+class TruncatedExcuses(ReferenceKernel):
+    """Lets an over-budget section through when it says it was truncated."""
+
+    def over_budget(self, sections, budget, model, call):
+        return super().over_budget(sections, budget, model, call) and not all(s["truncated"] for s in sections)
+
+
+@mutant("K-NO-KERNEL-CUT",
+        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-BUDGET-VALIDATE", "K-COUNT-RESOLUTION",
+              "K-NO-SILENT-FALLBACK", "K-TRUNCATED-NOT-ENOUGH"])
+class CutsToFit(ReferenceKernel):
+    """Cuts an over-budget provider's text down to the budget instead of dropping it."""
+
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        room = budget * 4
+        cut = []
+        for section in own:
+            text = tokens.text_of(section["content"]).encode()[:room].decode("utf-8", "ignore")
+            room -= len(text.encode())
+            cut.append({**section, "content": [{"text": {"text": text}}], "tokens": (len(text.encode()) + 3) // 4,
+                        "truncated": True})
+        return chain + cut
+
+
+@mutant("K-BUDGET-NO-TURN-FAIL",
+        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-BUDGET-VALIDATE", "K-COUNT-RESOLUTION",
+              "K-NO-SILENT-FALLBACK", "K-TRUNCATED-NOT-ENOUGH"])
+class FailsTurnOnBudget(ReferenceKernel):
+    """Fails the whole turn when one provider is over budget."""
+
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        raise TurnFailed(f"{provider.name} exceeded its budget")
+
+
+@mutant("K-NO-SILENT-FALLBACK")
+class SilentBudgetDrop(ReferenceKernel):
+    """Drops an over-budget provider's sections without a word."""
+
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        return chain
+
+
+# --- compactors -----------------------------------------------------------------------------------
+
+@mutant("K-COMPACTOR-BUDGET")
+class CompactorUnchecked(ReferenceKernel):
+    """Never holds a compactor's chain to its budget."""
+
+    def counted_against_compactor(self, provider, kept):
+        return []
+
+
+@mutant("K-COMPACTOR-BUDGET")
+class CompactorOwnSectionsOnly(ReferenceKernel):
+    """Counts only the compactor's own sections against its budget (the upstream kernel's reading)."""
+
+    def counted_against_compactor(self, provider, kept):
+        return [s for s in kept if s["provider"] == provider.name]
+
+
+@mutant("K-COMPACTOR-BUDGET")
+class CompactorRewriteSurvivesRejection(ReferenceKernel):
+    """Rejects an over-budget compactor's sections but still applies its rewritten history."""
+
+    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
+        if reply["rewritten_history"]:
+            self.apply_rewrite(session, reply["rewritten_history"])
+        return super().reject_compactor(provider, chain, reply, budget, session, diagnostics)
+
+
+@mutant("K-APPLY-REWRITTEN-HISTORY", also=["K-HISTORY-TO-COMPACTOR", "K-HISTORY-TOKENS"])
+class IgnoresRewrite(ReferenceKernel):
+    """Never applies a compactor's rewritten history."""
+
+    def apply_rewrite(self, session, history):
+        pass
+
+
+@mutant("K-REWRITE-COMPACTOR-ONLY", also=["K-HISTORY-TO-COMPACTOR", "K-NO-SILENT-FALLBACK"])
+class AppliesAnyRewrite(ReferenceKernel):
+    """Applies rewritten history from any provider, compactor or not."""
+
+    def on_foreign_rewrite(self, provider, chain, reply, session, diagnostics):
+        self.apply_rewrite(session, reply["rewritten_history"])
+        return chain + reply["sections"][len(chain):]
+
+
+# --- content rules ------------------------------------------------------------------------------------
+
+@mutant("K-NON-TEXT-REJECT", also=["K-NO-KERNEL-CUT"])
+class StripsNonTextBlocks(ReferenceKernel):
+    """Removes the non-text blocks and keeps the rest of the section."""
+
+    def admissible(self, provider, sections, diagnostics):
+        stripped = [{**s, "content": [b for b in s["content"] if "text" in b]} for s in sections]
+        return super().admissible(provider, [s for s in stripped if s["content"]], diagnostics)
+
+
+@mutant("K-NON-TEXT-REJECT")
+class NonTextDroppedSilently(ReferenceKernel):
+    """Drops non-text sections without reporting them."""
+
+    def admissible(self, provider, sections, diagnostics):
+        return super().admissible(provider, [s for s in sections if tokens.is_text_only(s["content"])], diagnostics)
+
+
+@mutant("K-NON-TEXT-REJECT")
+class NonTextCheckedForOwnSectionsOnly(ReferenceKernel):
+    """Checks content rules on non-compactors' own sections, but not on a compactor's rewrites."""
+
+    def admissible(self, provider, sections, diagnostics):
+        if provider.compactor:
+            return [s for s in sections if s["label"]]
+        return super().admissible(provider, sections, diagnostics)
+
+
+@mutant("K-PROMPT-BOUNDARIES")
+class KeepsUnlabelled(ReferenceKernel):
+    """Lets a section without a label into the chain and the prompt."""
+
+    def admissible(self, provider, sections, diagnostics):
+        kept = super().admissible(provider, [s for s in sections if s["label"]], diagnostics)
+        return kept + [s for s in sections if not s["label"] and tokens.is_text_only(s["content"])]
+
+
+@mutant("K-PROMPT-BOUNDARIES")
+class PromptWithoutBoundaries(ReferenceKernel):
+    """Concatenates the sections' text with no labelled boundary."""
+
+    def render(self, chain):
+        return "".join(tokens.text_of(s["content"]) for s in chain)
+
+
+# --- scope ---------------------------------------------------------------------------------------------
+
+@mutant("K-SCOPE-DISCARD")
+class AcceptsForeignEdits(ReferenceKernel):
+    """Takes a non-compactor's reply as the new chain, whatever it did to other sections."""
+
+    def on_scope_violation(self, provider, chain, sections, diagnostics):
+        super().on_scope_violation(provider, chain, sections, diagnostics)
+        return sections
+
+
+@mutant("K-SCOPE-DISCARD")
+class KeepsOwnSectionsOnViolation(ReferenceKernel):
+    """Restores the prior chain on a violation but keeps the violator's own new sections."""
+
+    def on_scope_violation(self, provider, chain, sections, diagnostics):
+        super().on_scope_violation(provider, chain, sections, diagnostics)
+        return chain + [s for s in sections if s["provider"] == provider.name and s not in chain]
+
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class ScopeIgnoresTokenFigures(ReferenceKernel):
+    """Compares prior sections without their tokens field."""
+
+    def in_scope(self, provider, chain, sections):
+        strip = lambda s: {k: v for k, v in s.items() if k != "tokens"}
+        n = len(chain)
+        return len(sections) >= n and [strip(s) for s in sections[:n]] == [strip(s) for s in chain] \
+            and all(s["provider"] == provider.name for s in sections[n:])
+
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class AllowsImpersonation(ReferenceKernel):
+    """Checks the prior prefix but not the name on the sections a provider adds."""
+
+    def in_scope(self, provider, chain, sections):
+        return len(sections) >= len(chain) and sections[:len(chain)] == chain
+
+
+@mutant("K-SCOPE-LOG")
+class SilentScopeViolation(ReferenceKernel):
+    """Discards a violating reply without logging it."""
+
+    def on_scope_violation(self, provider, chain, sections, diagnostics):
+        return chain
+
+
+@mutant("K-SCOPE-NO-FAIL", also=["K-SCOPE-DISCARD", "K-SCOPE-LOG"])
+class ScopeViolationFailsTurn(ReferenceKernel):
+    """Fails the turn on a scope violation."""
+
+    def on_scope_violation(self, provider, chain, sections, diagnostics):
+        raise TurnFailed(f"{provider.name} violated its scope")
+
+
+# --- errors --------------------------------------------------------------------------------------------
+
+@mutant("K-ERR-SOURCE-UNAVAILABLE", "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION",
+        also=["K-NO-SILENT-FALLBACK"])
+class AbortsOnAnyError(ReferenceKernel):
+    """Fails the turn whenever a Contribute call fails (the upstream kernel's behaviour)."""
+
+    def on_failure(self, provider, failure):
+        raise TurnFailed(f"context-assemble: provider {provider.name!r} Contribute: {failure.message}")
+
+
+_BY_CODE = {code: category for category, code in errors.GRPC_CODE.items()}
+
+
+@mutant("K-ERR-SOURCE-UNAVAILABLE")
+class ClassifiesByStatusCode(ReferenceKernel):
+    """Takes the category from the gRPC status code instead of the ContextError detail."""
+
+    def on_failure(self, provider, failure):
+        category = _BY_CODE.get(failure.code, "unknown")
+        return self.diagnostic(provider, category, f"Contribute failed: {failure.message}", kind="provider_failed")
+
+
+@mutant("K-ERR-INVALID-REQUEST-NO-RETRY")
+class RetriesInvalidRequest(ReferenceKernel):
+    """Sends a request the provider called invalid once more, unchanged."""
+
+    def contribute(self, provider, request, call):
+        try:
+            return super().contribute(provider, request, call)
+        except CallFailed as failure:
+            if errors.category_of(failure.context_error) != "invalid_request":
+                raise
+            return super().contribute(provider, request, call)
+
+
+@mutant("K-ERR-INVALID-REQUEST-LOG")
+class SilentInvalidRequest(ReferenceKernel):
+    """Skips an invalid_request failure without a diagnostic."""
+
+    def on_failure(self, provider, failure):
+        if errors.category_of(failure.context_error) == "invalid_request":
+            return None
+        return super().on_failure(provider, failure)
+
+
+@mutant("K-ERR-UNKNOWN-RAW-MESSAGE")
+class GenericUnknownMessage(ReferenceKernel):
+    """Reports unknown failures with a generic message instead of the provider's."""
+
+    def on_failure(self, provider, failure):
+        if errors.category_of(failure.context_error) == "unknown":
+            return self.diagnostic(provider, "unknown", "the provider failed", kind="provider_failed")
+        return super().on_failure(provider, failure)
+
+
+@mutant("K-NO-SILENT-FALLBACK")
+class SilentBareFailure(ReferenceKernel):
+    """Skips a provider that failed without a ContextError, saying nothing."""
+
+    def on_failure(self, provider, failure):
+        return None if failure.context_error is None else super().on_failure(provider, failure)
+
+
+@mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])
+class FailsTurnWithoutReason(ReferenceKernel):
+    """Fails the turn on an unknown failure but gives no error."""
+
+    def on_failure(self, provider, failure):
+        if errors.category_of(failure.context_error) == "unknown":
+            raise TurnFailed("")
+        return super().on_failure(provider, failure)

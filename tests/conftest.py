@@ -1,0 +1,52 @@
+"""Shared fixtures: the catalog, the bundled vectors, and a way to certify a
+kernel in-process or over stdio and get its case results back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance import catalog as catalog_mod, vectors as vectors_mod
+from conformance.bindings.base import KERNEL_PROTOCOL
+from conformance.bindings.python import PythonBinding
+from conformance.bindings.stdio import StdioBinding
+from conformance.engine.connection import Connection
+from conformance.engine.kernel_run import run_vectors
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIMS = Path(__file__).resolve().parent / "shims"
+REFERENCE_SHIM = f"{sys.executable} {ROOT / 'runners/python/kernel_stdio_shim.py'}"
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return catalog_mod.load()
+
+
+@pytest.fixture(scope="session")
+def kernel_vectors(catalog):
+    return vectors_mod.load_dir("kernel", catalog)
+
+
+def certify_python(factory, vectors, timeout: float = 10.0):
+    with Connection(lambda: PythonBinding("test", KERNEL_PROTOCOL, timeout, factory=factory)) as connection:
+        return run_vectors(connection, vectors)
+
+
+def certify_stdio(command: str, vectors, workdir: Path, timeout: float = 10.0):
+    with Connection(lambda: StdioBinding(command, KERNEL_PROTOCOL, "kernel-protocol.json", workdir, timeout)) as c:
+        return run_vectors(c, vectors)
+
+
+def failed_requirements(results) -> set[str]:
+    return {f.requirement for r in results for f in r.failures()}
+
+
+def ctxconf(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the installed command line as a user would."""
+    return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
