@@ -81,6 +81,6 @@ class StdioBinding:
             try:
                 self.process.send({"id": self._next_id + 1, "op": "stop"})
                 self.process.receive(timeout=2)
-            except HarnessError:
+            except (HarnessError, CallFailed):
                 pass
-        self.process.close()
+        self.process.close(grace=0.0 if self.broken else 2.0)  # a broken child gets no second chance

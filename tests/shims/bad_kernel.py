@@ -9,6 +9,7 @@ spawn-and-hang (start a grandchild that would outlive a careless harness).
 """
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -46,7 +47,7 @@ def misbehave():
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         time.sleep(300)
     if MODE == "close":
-        sys.stdout.close()
+        os.close(1)
         time.sleep(30)
 
 

@@ -1,0 +1,49 @@
+"""Wire forms: every proto3 JSON form is read, one canonical form is written,
+and the committed generated code matches the protos."""
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from conformance.wire import forms, tokens
+from tests.conftest import ROOT
+
+
+def test_every_proto3_json_form_is_accepted():
+    go_style = {"provider": "a", "label": "x", "content": [{"text": {"text": "hi"}}], "tokens": "7", "stability": 2}
+    camel = {"modelTarget": {"contextWindow": "200000", "effectiveCeiling": 176000}, "tokenBudget": "5"}
+    assert forms.normalize("ContextSection", go_style) == {
+        "provider": "a", "label": "x", "content": [{"text": {"text": "hi"}}], "tokens": 7,
+        "stability": "STABILITY_DYNAMIC", "truncated": False}
+    request = forms.normalize("ContextRequest", camel)
+    assert request["model_target"]["context_window"] == 200000 and request["token_budget"] == 5
+    assert request["prior_sections"] == [] and request["history_tokens"] == 0
+
+
+def test_a_wrong_form_is_a_clear_error():
+    with pytest.raises(forms.WireFormError, match="ContextSection"):
+        forms.normalize("ContextSection", {"tokens": "seven"})
+    with pytest.raises(forms.WireFormError):
+        forms.normalize("ContextSection", {"no_such_field": 1})
+
+
+def test_fallback_formula_is_one_ceiling_over_total_bytes():
+    blocks = [{"text": {"text": c}} for c in "abcde"]
+    assert tokens.fallback_count(blocks) == 2
+    assert tokens.fallback_count([{"text": {"text": "😀"}}, {"image": {"data": ""}}]) == 1
+    assert tokens.fallback_count([]) == 0
+
+
+def test_suite_tokenizer_differs_from_the_fallback_and_from_characters():
+    content = [{"text": {"text": "hello world"}}]
+    assert tokens.suite_tokenizer_count(content) == 5
+    assert tokens.fallback_count(content) == 3 and len("hello world") == 11
+
+
+@pytest.mark.skipif(importlib.util.find_spec("grpc_tools") is None, reason="grpcio-tools is not installed (pip install -e .[dev])")
+def test_generated_code_is_not_stale():
+    run = subprocess.run([sys.executable, str(ROOT / "runners/protos/generate.py"), "--check"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
