@@ -19,7 +19,8 @@ from conformance.engine.kernel_run import run_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIMS = Path(__file__).resolve().parent / "shims"
-REFERENCE_SHIM = f"{sys.executable} {ROOT / 'runners/python/kernel_stdio_shim.py'}"
+SHIM = f"{sys.executable} {ROOT / 'runners/python/stdio_shim.py'}"
+REFERENCE_SHIM = f"{SHIM} conformance.reference.kernel:create"
 
 
 @pytest.fixture(scope="session")

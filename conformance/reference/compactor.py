@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from conformance.reference.filereader import (Counter, ReferenceProvider, context_failure, fit_pieces,
-                                              paragraphs, text_block)
+from conformance.reference.provider_base import (Counter, ReferenceProvider, context_failure, fit_pieces,
+                                                 paragraphs, text_block)
 from conformance.wire.tokens import text_of
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")

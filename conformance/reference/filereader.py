@@ -1,119 +1,15 @@
 """The reference file reader (conformance.reference.filereader:create): one
 convention file, such as a CLAUDE.md, contributed as one static section.
-
-Its first half is shared with the reference compactor. Methods stay small so a
-mutant can override one to break one requirement.
+Methods stay small so a mutant can override one to break one requirement.
 """
 
 from __future__ import annotations
 
-import bisect
-import copy
 import re
 from pathlib import Path
-from typing import Callable
 
-from conformance import __version__
-from conformance.bindings.base import CallFailed
-from conformance.wire import errors
-
-_WORD = re.compile(r"\S+")
-_BLANK_LINES = re.compile(r"\n\s*\n")
-
-
-# --- shared by both reference providers -------------------------------------------
-
-
-def context_failure(category: str, message: str, retryable: bool = False) -> CallFailed:
-    """A failure with its ContextError, under its category's code (context/conformance.md#error-taxonomy)."""
-    return CallFailed(errors.GRPC_CODE[category], message,
-                      {"category": errors.enum_name(category), "message": message, "retryable": retryable})
-
-
-def text_block(text: str) -> list[dict]:
-    return [{"text": {"text": text}}]
-
-
-def paragraphs(text: str) -> list[str]:
-    """The runs of non-blank lines, blank lines being separators; indentation is kept."""
-    runs = ["\n".join(line.rstrip() for line in run.split("\n")) for run in _BLANK_LINES.split(text)]
-    return [run.strip("\n") for run in runs if run.strip()]
-
-
-class Counter:
-    """One firing's token counts, each asked of the kernel's CountTokens once and
-    never estimated (context/data-types.md#contextsection)."""
-
-    def __init__(self, call, model_id: str):
-        self.call, self.model_id, self.seen = call, model_id, {}
-
-    def __call__(self, content: list[dict]) -> int:
-        # Only text travels to CountTokens (kernel-callbacks.md#counttokens).
-        texts = tuple(block["text"].get("text", "") for block in content if "text" in block)
-        if texts in self.seen:
-            return self.seen[texts]
-        request: dict = {"content": [{"text": {"text": text}} for text in texts]}
-        if self.model_id:  # with no model to name, the kernel uses its fallback
-            request["model_ref"] = {"provider": "", "id": self.model_id}
-        try:
-            self.seen[texts] = int(self.call("CountTokens", None, request)["count"])
-        except CallFailed as failure:  # no kernel figure, no honest count to report
-            raise context_failure("unknown", f"CountTokens failed: {failure.code} {failure.message}",
-                                  retryable=True) from None
-        return self.seen[texts]
-
-
-def longest_fitting(n: int, fits: Callable[[int], bool]) -> int:
-    """The largest k in 1..n with fits(k), or 0: a binary search, since more text never counts fewer tokens."""
-    return bisect.bisect_left(range(1, n + 1), True, key=lambda k: not fits(k))
-
-
-def fit_pieces(pieces: list[str], sep: str, fits: Callable[[str], bool]) -> tuple[str, bool] | None:
-    """The producer's own reduction (context/data-types.md#budget-mechanics): all pieces,
-    else the most leading pieces that fit, else the longest word-boundary prefix
-    of the first. Returns (text, cut), or None when not one word fits."""
-    if not pieces:
-        return None
-    whole = sep.join(pieces)
-    if fits(whole):
-        return whole, False
-    kept = longest_fitting(len(pieces) - 1, lambda k: fits(sep.join(pieces[:k])))
-    if kept:
-        return sep.join(pieces[:kept]), True
-    first = pieces[0]
-    ends = [match.end() for match in _WORD.finditer(first)]
-    words = longest_fitting(len(ends) - 1, lambda w: fits(first[:ends[w - 1]]))
-    return (first[:ends[words - 1]], True) if words else None
-
-
-class ReferenceProvider:
-    """What both reference providers answer the same way."""
-
-    NAME = ""
-    CAPABILITIES: dict = {}
-
-    def hello(self, request: dict, call) -> dict:
-        return {"implementation": {"name": f"ctxconf-reference-{self.NAME}", "version": __version__,
-                                   "language": "python"}, "features": []}
-
-    def get_capabilities(self, request: dict, call) -> dict:
-        # Fixed properties, never read from the source (context/protocol.md#getcapabilities).
-        return {"capabilities": copy.deepcopy(self.CAPABILITIES)}
-
-    def describe(self, request: dict, call) -> dict:
-        return {"producer": {"name": self.NAME, "version": __version__,
-                             "source": f"github.com/ctxconf/ctxconf/reference/{self.NAME}",
-                             "category": "CATEGORY_CONTEXT", "protocol_version": 1}}
-
-    def stop(self, request: dict, call) -> dict:
-        return {}
-
-    def section(self, label: str, text: str, tokens: int, truncated: bool) -> dict:
-        return {"provider": self.NAME, "label": label, "content": text_block(text), "tokens": tokens,
-                "stability": self.CAPABILITIES["stability"], "truncated": truncated}
-
-
-# --- the file reader ----------------------------------------------------------------
+from conformance.reference.provider_base import (Counter, ReferenceProvider, context_failure, fit_pieces,
+                                                 paragraphs, text_block)
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*?\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
