@@ -1,6 +1,7 @@
 """The ctxconf command line.
 
     ctxconf kernel [--python MOD:FACTORY | --stdio CMD] [--report FILE] ...
+    ctxconf provider [--python MOD:FACTORY | --stdio CMD] --manifest FILE [--report FILE] ...
     ctxconf requirements [--spec DIR]
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
@@ -16,17 +17,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance import __version__, catalog as catalog_mod, coverage, vectors as vectors_mod
-from conformance.bindings.base import KERNEL_PROTOCOL, LaunchError
+from conformance import __version__, catalog as catalog_mod, coverage, manifest as manifest_mod, paths
+from conformance import vectors as vectors_mod
+from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
-from conformance.engine.kernel_run import run_vectors
+from conformance.engine import kernel_run, provider_run
 from conformance.reports import badge, console, json_report, junit, markdown
 from conformance.reports.verdict import CONFORMANT, build
 from conformance.schemas import InputError
 
 REFERENCE_KERNEL = "conformance.reference.kernel:create"
+REFERENCE_PROVIDER = "conformance.reference.filereader:create"
+REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +59,16 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-kernel/1 on stdin/stdout")
     _run_options(kernel)
     kernel.set_defaults(func=_kernel)
+
+    provider = commands.add_parser("provider", help="certify a context-provider plugin",
+                                   description="Certify a provider. With no target, the bundled reference file reader.")
+    target = provider.add_mutually_exclusive_group()
+    target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process provider object (python binding)")
+    target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-provider/1 on stdin/stdout")
+    provider.add_argument("--manifest", type=Path, metavar="FILE",
+                          help="how to configure the provider against fixture files (required with a target)")
+    _run_options(provider)
+    provider.set_defaults(func=_provider)
 
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
@@ -88,23 +102,43 @@ def _kernel(args: argparse.Namespace) -> int:
     selected = _select(vectors_mod.load_dir("kernel", catalog, args.vectors), args.filter)
     baseline = _baseline(args.baseline)
     with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
-        if args.stdio:
-            binding_name = "stdio"
-            opener = lambda: StdioBinding(args.stdio, KERNEL_PROTOCOL, "kernel-protocol.json", Path(workdir),
-                                          args.timeout, tuple(args.env))
-        else:
-            binding_name = "python"
-            target = args.python or REFERENCE_KERNEL
-            PythonBinding(target, KERNEL_PROTOCOL, args.timeout)  # fail fast on a bad MOD:FACTORY
-            opener = lambda: PythonBinding(target, KERNEL_PROTOCOL, args.timeout)
+        name, opener = _opener(args, KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, Path(workdir))
         started = time.perf_counter()
         with Connection(opener) as connection:
             _first_start(connection)
-            cases = run_vectors(connection, selected)
+            cases = kernel_run.run_vectors(connection, selected)
             implementation = connection.implementation
-    report = build(catalog, catalog_mod.KERNEL_ROLES, "kernel", cases, binding_name, implementation,
+    report = build(catalog, catalog_mod.KERNEL_ROLES, "kernel", cases, name, implementation,
                    time.perf_counter() - started, baseline)
     return _emit(report, args)
+
+
+def _provider(args: argparse.Namespace) -> int:
+    catalog = catalog_mod.load()
+    if (args.python or args.stdio) and not args.manifest:
+        raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
+    manifest = manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
+    selected = _select(vectors_mod.load_dir("provider", catalog, args.vectors), args.filter)
+    baseline = _baseline(args.baseline)
+    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
+        name, opener = _opener(args, PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, Path(workdir))
+        started = time.perf_counter()
+        with Connection(opener) as connection:
+            _first_start(connection)
+            cases = provider_run.run_vectors(connection, selected, manifest, Path(workdir) / "cases")
+            implementation = connection.implementation
+    report = build(catalog, catalog_mod.PROVIDER_ROLES, "provider", cases, name, implementation,
+                   time.perf_counter() - started, baseline)
+    return _emit(report, args)
+
+
+def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
+    """The binding's name and a function opening a fresh binding to the target."""
+    if args.stdio:
+        return "stdio", lambda: StdioBinding(args.stdio, protocol, schema, workdir, args.timeout, tuple(args.env))
+    target = args.python or reference
+    PythonBinding(target, protocol, args.timeout)  # fail fast on a bad MOD:FACTORY
+    return "python", lambda: PythonBinding(target, protocol, args.timeout)
 
 
 def _first_start(connection: Connection) -> None:

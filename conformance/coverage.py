@@ -9,9 +9,9 @@ from pathlib import Path
 
 from conformance import vectors as vectors_mod
 from conformance.catalog import Catalog, Requirement
-from conformance.engine import kernel_checks
+from conformance.engine import kernel_checks, provider_checks
 
-CHECKED = kernel_checks.COVERS
+CHECKED = kernel_checks.COVERS | provider_checks.COVERS
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,11 @@ def kernel_vectors(catalog):
     return vectors_mod.load_dir("kernel", catalog)
 
 
+@pytest.fixture(scope="session")
+def provider_vectors(catalog):
+    return vectors_mod.load_dir("provider", catalog)
+
+
 def certify_python(factory, vectors, timeout: float = 10.0):
     with Connection(lambda: PythonBinding("test", KERNEL_PROTOCOL, timeout, factory=factory)) as connection:
         return run_vectors(connection, vectors)
@@ -51,3 +56,20 @@ def ctxconf(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Co
     """Run the installed command line as a user would."""
     return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+MANIFESTS = ROOT / "conformance" / "reference" / "manifests"
+
+
+def certify_provider(factory, manifest_name: str, vectors, run_dir: Path, command: str | None = None):
+    from conformance import manifest as manifest_mod
+    from conformance.bindings.base import PROVIDER_PROTOCOL
+    from conformance.engine import provider_run
+
+    manifest = manifest_mod.load(MANIFESTS / f"{manifest_name}.yaml")
+    if command:
+        opener = lambda: StdioBinding(command, PROVIDER_PROTOCOL, "provider-protocol.json", run_dir, 10.0)
+    else:
+        opener = lambda: PythonBinding("test", PROVIDER_PROTOCOL, 10.0, factory=factory)
+    with Connection(opener) as connection:
+        return provider_run.run_vectors(connection, vectors, manifest, run_dir / "cases")

@@ -87,7 +87,7 @@ class ReferenceProvider:
 
     def hello(self, request: dict, call) -> dict:
         return {"implementation": {"name": f"ctxconf-reference-{self.NAME}", "version": __version__,
-                                   "language": "python"}, "features": []}
+                                   "language": "python"}, "features": ["reload"]}
 
     def get_capabilities(self, request: dict, call) -> dict:
         # Fixed properties, never read from the source (context/protocol.md#getcapabilities).

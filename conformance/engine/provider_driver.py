@@ -1,0 +1,205 @@
+"""Drive one provider case through a binding: the suite plays the kernel.
+
+It prepares the case's working directory with the fixture files, calls the
+provider step by step, answers its CountTokens callbacks with the suite's
+tokenizer (deliberately unlike any local estimate) and records everything.
+Judging the transcript is provider_checks' job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.bindings.base import Binding, CallFailed, HarnessError
+from conformance.engine import shorthand
+from conformance.manifest import DEFAULT_SOURCE, Manifest
+from conformance.schemas import InputError
+from conformance.wire import forms, tokens
+
+SESSION_ID = "01JDCTXCONFPROVIDERSESSION1"
+DEFAULT_MODEL = {"id": "suite-model", "context_window": 200000, "effective_ceiling": 176000}
+DEFAULT_FILES = {DEFAULT_SOURCE: "# Project context\n\nThis repository uses tabs for indentation.\n\n"
+                                  "Run the tests with make test before every commit.\n"}
+RESULT_TYPES = {"get_capabilities": "GetCapabilitiesResponse", "contribute": "ContextContribution",
+                "describe": "DescribeResponse"}
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str
+    spec: dict
+    expect: dict
+    index: int
+
+
+@dataclass(frozen=True)
+class ProviderCase:
+    id: str
+    files: dict
+    source: str
+    steps: tuple[Step, ...]
+    applies_to: str = "any"
+
+
+def from_vector(doc: dict) -> ProviderCase:
+    files = doc.get("files") or DEFAULT_FILES
+    steps = []
+    for i, step in enumerate(doc["steps"]):
+        kind = next(k for k in step if k not in ("note", "expect"))
+        steps.append(Step(kind, step[kind], step.get("expect", {}), i))
+    return ProviderCase(doc["id"], files, doc.get("source", next(iter(files))), tuple(steps),
+                        doc.get("applies_to", "any"))
+
+
+@dataclass
+class CountRecord:
+    request: dict
+    count: int | None = None
+    refused: str = ""            # why the suite refused to count
+
+
+@dataclass
+class StepRecord:
+    step: Step
+    request: dict | None = None  # what the provider was sent (canonical)
+    result: dict | None = None   # its answer (canonical)
+    failure: dict | None = None  # its error answer: {code, message, context_error}
+    counts: list[CountRecord] = field(default_factory=list)
+    source_text: str | None = None  # the source fixture as it stood at this step
+
+
+@dataclass
+class ProviderTranscript:
+    workdir: Path
+    capabilities: dict | None = None   # as first declared
+    records: list[StepRecord] = field(default_factory=list)
+    error: str | None = None
+
+
+class SuiteKernel:
+    """The kernel side of the callback channel: CountTokens, and nothing else."""
+
+    def __init__(self) -> None:
+        self.counts: list[CountRecord] = []
+        self.failing = False
+
+    def __call__(self, call: str, provider: str | None, request: dict) -> dict:
+        if call != "CountTokens":
+            raise CallFailed("UNIMPLEMENTED", f"the suite's kernel serves only CountTokens, not {call}")
+        try:
+            parsed = forms.normalize("CountTokensRequest", request)
+        except forms.WireFormError as exc:
+            self.counts.append(CountRecord(request, refused=str(exc)))
+            raise CallFailed("INVALID_ARGUMENT", str(exc)) from None
+        record = CountRecord(parsed)
+        self.counts.append(record)
+        if not tokens.is_text_only(parsed["content"]):
+            record.refused = "CountTokens content must be text blocks only"
+            raise CallFailed("INVALID_ARGUMENT", record.refused)
+        if self.failing:
+            record.refused = "the vector makes CountTokens fail"
+            raise CallFailed("UNAVAILABLE", "the kernel's tokenizer is unavailable")
+        record.count = tokens.suite_tokenizer_count(parsed["content"])
+        return {"count": record.count, "exact": True}
+
+
+def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Path) -> ProviderTranscript:
+    transcript = ProviderTranscript(workdir)
+    write_files(workdir, case.files)
+    kernel = SuiteKernel()
+    steps = (Step("get_capabilities", {}, {}, -1), *case.steps)
+    try:
+        for step in steps:
+            record = StepRecord(step)
+            transcript.records.append(record)
+            kernel.counts = record.counts
+            run_step(binding, step, record, kernel, manifest, case, transcript)
+    except HarnessError as exc:
+        transcript.error = str(exc)
+    return transcript
+
+
+def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
+             case: ProviderCase, transcript: ProviderTranscript) -> None:
+    workdir = transcript.workdir
+    source = workdir / case.source
+    record.source_text = source.read_text(encoding="utf-8") if source.is_file() else None
+    if step.kind == "delete":
+        (workdir / step.spec).unlink(missing_ok=True)
+        return
+    if step.kind == "write":
+        write_files(workdir, step.spec)
+        return
+    if step.kind == "count_tokens":
+        kernel.failing = step.spec == "fail"
+        return
+    if step.kind == "configure":
+        fields = {"config": manifest.configured(workdir, case.source, bad=bool(step.spec.get("bad")))}
+    elif step.kind == "contribute":
+        budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
+        fields = {"request": contribute_request(step, budget, workdir)}
+    else:
+        fields = {}
+    record.request = fields.get("request", fields.get("config"))
+    try:
+        result = binding.request(step.kind, fields, kernel)
+    except CallFailed as failure:
+        record.failure = {"code": failure.code, "message": failure.message,
+                          "context_error": _context_error(failure.context_error)}
+        return
+    record.result = _canonical(step.kind, result)
+    if step.kind == "get_capabilities" and transcript.capabilities is None:
+        transcript.capabilities = record.result.get("capabilities", {})
+
+
+def contribute_request(step: Step, default_budget: int, workdir: Path) -> dict:
+    spec = step.spec
+    history = shorthand.messages(spec.get("conversation_history", []))
+    prior = [shorthand.section(s, s.get("provider", "another-provider"), "STABILITY_STATIC",
+                               tokens.suite_tokenizer_count) for s in spec.get("prior_sections", [])]
+    return forms.normalize("ContextRequest", {
+        "session_id": SESSION_ID, "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
+        "token_budget": spec.get("token_budget", default_budget),
+        "model_target": {**DEFAULT_MODEL, **spec.get("model_target", {})},
+        "files_touched": spec.get("files_touched", []), "working_directory": str(workdir),
+        "prior_sections": prior, "conversation_history": history,
+        "history_tokens": spec.get("history_tokens", tokens.suite_tokenizer_count(tokens.history_content(history))),
+        "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
+    })
+
+
+def write_files(workdir: Path, files: dict[str, str]) -> None:
+    """Fixture files, never outside the case's directory."""
+    base = workdir.resolve()
+    for name, text in files.items():
+        target = (base / name).resolve()
+        if not target.is_relative_to(base) or target == base:
+            raise InputError(name, "a fixture path must stay inside the case's working directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def case_directory(run_dir: Path, case_id: str) -> Path:
+    folder = run_dir / re.sub(r"[^a-z0-9-]+", "_", case_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _context_error(data) -> dict | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return forms.normalize("ContextError", data)
+    except forms.WireFormError:
+        return {"unreadable": data}
+
+
+def _canonical(kind: str, result: dict) -> dict:
+    if kind not in RESULT_TYPES:
+        return result
+    try:
+        return forms.normalize(RESULT_TYPES[kind], result)
+    except forms.WireFormError as exc:
+        raise HarnessError(f"the {kind} result is not a valid {RESULT_TYPES[kind]}: {exc}") from None

@@ -1,0 +1,55 @@
+"""Certify a provider: every case that applies to it, through one connection."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterable
+
+from conformance.bindings.base import HarnessError
+from conformance.engine import provider_checks
+from conformance.engine.connection import Connection
+from conformance.engine.provider_driver import case_directory, drive, from_vector
+from conformance.engine.results import CaseResult
+from conformance.manifest import Manifest
+from conformance.vectors import Vector
+
+
+def applies(applies_to: str, manifest: Manifest, capabilities: dict) -> str | None:
+    """Why a case does not apply to this provider, or None when it does."""
+    compactor = bool(capabilities.get("compactor"))
+    if applies_to == "file-reader" and not manifest.reads_files:
+        return "for file readers (the manifest's kind is not file-reader)"
+    if applies_to == "compactor" and not compactor:
+        return "for compactors"
+    if applies_to == "non-compactor" and compactor:
+        return "for providers that are not compactors"
+    return None
+
+
+def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Manifest, run_dir: Path) -> list[CaseResult]:
+    results = []
+    for vector in vectors:
+        case = from_vector(vector.doc)
+        result = CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path))
+        started = time.perf_counter()
+        try:
+            binding = connection.binding()
+        except HarnessError as exc:
+            result.error = f"could not start the implementation: {exc}"
+            results.append(result)
+            continue
+        transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
+        reason = applies(case.applies_to, manifest, transcript.capabilities or {})
+        if reason:
+            result.skipped = f"the case is {reason}"
+        else:
+            result.findings = provider_checks.check_case(transcript, manifest)
+            if transcript.error:
+                stderr = binding.stderr().strip()
+                result.error = transcript.error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")
+        if transcript.error:
+            connection.discard()
+        result.seconds = time.perf_counter() - started
+        results.append(result)
+    return results

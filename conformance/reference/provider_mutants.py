@@ -1,0 +1,400 @@
+"""Mutants of the reference providers: each a small, deliberate deviation.
+
+Like kernel_mutants: every mutant declares the requirement(s) it `breaks`,
+which the suite must report failing, and the `also` it unavoidably breaks
+with them. `manifest` names the bundled manifest it is certified with.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+
+from conformance.bindings.base import CallFailed
+from conformance.reference.compactor import Compactor
+from conformance.reference.filereader import FileReader
+from conformance.reference.provider_base import ReferenceProvider, context_failure, text_block
+from conformance.wire import tokens
+
+MUTANTS: dict[str, type[ReferenceProvider]] = {}
+
+
+def mutant(*breaks: str, also: list[str] = ()):
+    def register(cls):
+        cls.breaks, cls.also = breaks, tuple(also)
+        cls.manifest = "compactor" if issubclass(cls, Compactor) else "filereader"
+        MUTANTS[cls.__name__] = cls
+        return cls
+    return register
+
+
+def _with(capabilities: dict, **changes) -> dict:
+    return {**capabilities, **changes}
+
+
+# --- capabilities and identity ----------------------------------------------------------
+
+@mutant("P-CAP-CONFIG-SCHEMA")
+class NoConfigSchema(FileReader):
+    """Declares no config schema."""
+    CAPABILITIES = {k: v for k, v in FileReader.CAPABILITIES.items() if k != "config_schema"}
+
+
+@mutant("P-CAP-DEFAULT-BUDGET", also=["P-SELF-REDUCE", "P-TRUNCATED-FLAG", "P-SOURCE-UNAVAILABLE", "P-FULL-CHAIN",
+                                      "P-OWN-SECTIONS-ONLY", "P-STRIP-ARTIFACTS", "P-TOKENS-COUNTTOKENS"])
+class ZeroDefaultBudget(FileReader):
+    """Declares a default budget of 0 (unset)."""
+    CAPABILITIES = _with(FileReader.CAPABILITIES, default_token_budget=0)
+
+
+@mutant("P-CAP-STABILITY")
+class UnspecifiedStability(FileReader):
+    """Leaves the declared stability unspecified (its sections still say static)."""
+    CAPABILITIES = _with(FileReader.CAPABILITIES, stability="STABILITY_UNSPECIFIED")
+
+    def section(self, label, text, count, truncated):
+        return {**super().section(label, text, count, truncated), "stability": "STABILITY_STATIC"}
+
+
+@mutant("P-CAP-STATIC-PROPERTIES")
+class StabilityFromSource(FileReader):
+    """Reads its stability from the source file's front matter on every call."""
+
+    def get_capabilities(self, request, call):
+        reply = super().get_capabilities(request, call)
+        try:
+            if self.path and "stability: dynamic" in self.path.read_text():
+                reply["capabilities"]["stability"] = "STABILITY_DYNAMIC"
+        except OSError:
+            pass
+        return reply
+
+
+@mutant("P-DESCRIBE")
+class DescribesAsTool(FileReader):
+    """Reports itself as a tool provider."""
+
+    def describe(self, request, call):
+        reply = super().describe(request, call)
+        reply["producer"]["category"] = "CATEGORY_TOOL"
+        return reply
+
+
+@mutant("P-RPCS", also=["P-DESCRIBE"])
+class NoDescribe(FileReader):
+    """Does not implement Describe."""
+
+    def describe(self, request, call):
+        raise CallFailed("UNIMPLEMENTED", "method Describe not implemented")
+
+
+# --- configure ----------------------------------------------------------------------------
+
+@mutant("P-CONFIGURE-REJECT", also=["P-CONTEXT-ERROR-FIELDS", "P-ERROR-CODE"])
+class AcceptsMissingSource(FileReader):
+    """Accepts any path at Configure and finds out at Contribute."""
+
+    def resolve(self, root, path):
+        from pathlib import Path
+        return Path(root) / path
+
+
+@mutant("P-CONTEXT-ERROR-FIELDS", also=["P-CONFIGURE-REJECT", "P-ERROR-CATEGORIZED", "P-ERROR-CODE"])
+class BareConfigureError(FileReader):
+    """Rejects a bad path with a bare status, no ContextError."""
+
+    def resolve(self, root, path):
+        try:
+            return super().resolve(root, path)
+        except CallFailed as failure:
+            raise CallFailed("INVALID_ARGUMENT", failure.message) from None
+
+
+# --- the chain ------------------------------------------------------------------------------
+
+@mutant("P-FULL-CHAIN")
+class ReturnsDelta(FileReader):
+    """Returns only its own section."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        prior = request["request"]["prior_sections"]
+        return {"sections": reply["sections"][len(prior):]}
+
+
+@mutant("P-OWN-SECTIONS-ONLY")
+class PrependsOwn(FileReader):
+    """Puts its own section first."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"]["prior_sections"])
+        return {"sections": reply["sections"][n:] + reply["sections"][:n]}
+
+
+@mutant("P-OWN-SECTIONS-ONLY")
+class NormalizesPriorText(FileReader):
+    """Normalizes the prior sections' text to NFC and trims it: a quiet edit of others' content."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"]["prior_sections"])
+        tidy = [{**s, "content": [{"text": {"text": unicodedata.normalize("NFC", b["text"]["text"]).strip()}}
+                                  if "text" in b else b for b in s["content"]]} for s in reply["sections"][:n]]
+        return {"sections": tidy + reply["sections"][n:]}
+
+
+@mutant("P-OWN-SECTIONS-ONLY")
+class ResetsPriorTokens(FileReader):
+    """Recounts the prior sections and rewrites their tokens field."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"]["prior_sections"])
+        fixed = [{**s, "tokens": tokens.suite_tokenizer_count(s["content"])} for s in reply["sections"][:n]]
+        return {"sections": fixed + reply["sections"][n:]}
+
+
+@mutant("P-NO-REWRITE-UNLESS-COMPACTOR")
+class RewritesHistoryAnyway(FileReader):
+    """Clears the conversation it was never sent."""
+
+    def contribute(self, request, call):
+        return {**super().contribute(request, call),
+                "rewritten_history": [{"role": "ROLE_USER", "content": text_block("(cleared)"), "id": ""}]}
+
+
+# --- own sections ------------------------------------------------------------------------------
+
+@mutant("P-SECTION-LABEL")
+class Unlabelled(FileReader):
+    """Leaves its section's label empty."""
+
+    def section(self, label, text, count, truncated):
+        return super().section("", text, count, truncated)
+
+
+@mutant("P-SECTION-PROVIDER")
+class WrongName(FileReader):
+    """Signs its sections with a name other than the one it is declared under."""
+
+    def section(self, label, text, count, truncated):
+        return {**super().section(label, text, count, truncated), "provider": "file-reader"}
+
+
+@mutant("P-SECTION-STABILITY")
+class SectionsWithoutStability(FileReader):
+    """Leaves its sections' stability unspecified."""
+
+    def section(self, label, text, count, truncated):
+        return {**super().section(label, text, count, truncated), "stability": "STABILITY_UNSPECIFIED"}
+
+
+@mutant("P-TEXT-ONLY")
+class AttachesImage(FileReader):
+    """Adds a tiny image block after its text."""
+
+    def section(self, label, text, count, truncated):
+        section = super().section(label, text, count, truncated)
+        section["content"].append({"image": {"data": "iVBORw0KGgo=", "media_type": "image/png"}})
+        return section
+
+
+@mutant("P-WITHIN-BUDGET", also=["P-SELF-REDUCE", "P-TRUNCATED-FLAG"])
+class IgnoresBudget(FileReader):
+    """Returns the whole file whatever the budget."""
+
+    def own_section(self, text, budget, count):
+        return super().own_section(text, 10**9, count)
+
+
+@mutant("P-WITHIN-BUDGET")
+class OneTokenOver(FileReader):
+    """Fits its text to one token more than the budget."""
+
+    def own_section(self, text, budget, count):
+        return super().own_section(text, budget + 1, count)
+
+
+@mutant("P-SELF-REDUCE", also=["P-TRUNCATED-FLAG"])
+class GivesUpWhenOverBudget(FileReader):
+    """Contributes nothing when the file does not fit, instead of reducing it."""
+
+    def own_section(self, text, budget, count):
+        whole = count(text_block(text.strip()))
+        return super().own_section(text, budget, count) if whole <= budget else None
+
+
+@mutant("P-TRUNCATED-FLAG")
+class NeverTruncated(FileReader):
+    """Never sets truncated, even when it cut."""
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, count, False)
+
+
+@mutant("P-TRUNCATED-FLAG")
+class AlwaysTruncated(FileReader):
+    """Always sets truncated."""
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, count, True)
+
+
+# --- tokens ------------------------------------------------------------------------------------------
+
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET", "P-SELF-REDUCE", "P-TRUNCATED-FLAG"])
+class EstimatesTokens(FileReader):
+    """Estimates with bytes/4 instead of asking CountTokens."""
+
+    def own_section(self, text, budget, count):
+        return super().own_section(text, budget, lambda content: math.ceil(len(tokens.text_of(content).encode()) / 4))
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class StaleFigure(FileReader):
+    """Reports the count of the whole file for a section it cut."""
+
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        if section and section["truncated"]:
+            section["tokens"] = count(text_block(text.strip()))
+        return section
+
+
+@mutant("P-COUNTTOKENS-TEXT-ONLY")
+class CountsWithAnImage(FileReader):
+    """Also asks CountTokens about its text with an image block attached, ignoring the refusal."""
+
+    def own_section(self, text, budget, count):
+        try:
+            count.call("CountTokens", None, {"content": text_block(text) + [{"image": {"data": ""}}]})
+        except CallFailed:
+            pass
+        return super().own_section(text, budget, count)
+
+
+# --- content ----------------------------------------------------------------------------------------------
+
+@mutant("P-STRIP-ARTIFACTS")
+class KeepsComments(FileReader):
+    """Leaves HTML comments and front matter in."""
+
+    def strip(self, text):
+        return text
+
+
+# --- errors -------------------------------------------------------------------------------------------------
+
+@mutant("P-SOURCE-UNAVAILABLE", also=["P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS", "P-ERROR-CODE"])
+class SilentWhenSourceVanishes(FileReader):
+    """Contributes nothing, without an error, when its file has gone."""
+
+    def read(self):
+        try:
+            return super().read()
+        except CallFailed:
+            return ""
+
+
+@mutant("P-SOURCE-UNAVAILABLE", also=["P-ERROR-CODE"])
+class VanishedIsUnknown(FileReader):
+    """Reports a vanished file as an unknown failure."""
+
+    def read(self):
+        try:
+            return super().read()
+        except CallFailed as failure:
+            raise context_failure("unknown", failure.message) from None
+
+
+@mutant("P-ERROR-CODE")
+class SourceUnavailableAsInternal(FileReader):
+    """Sends source_unavailable with the INTERNAL code."""
+
+    def read(self):
+        try:
+            return super().read()
+        except CallFailed as failure:
+            raise CallFailed("INTERNAL", failure.message, failure.context_error) from None
+
+
+@mutant("P-ERROR-NOT-UNKNOWN", also=["P-ERROR-CODE"])
+class UnknownAsUNKNOWN(FileReader):
+    """Sends its unknown failures (CountTokens down) as gRPC UNKNOWN."""
+
+    def contribute(self, request, call):
+        try:
+            return super().contribute(request, call)
+        except CallFailed as failure:
+            if failure.code == "INTERNAL":
+                raise CallFailed("UNKNOWN", failure.message, failure.context_error) from None
+            raise
+
+
+@mutant("P-ERROR-CATEGORIZED", also=["P-ERROR-CODE", "P-SOURCE-UNAVAILABLE", "P-CONTEXT-ERROR-FIELDS"])
+class UncategorizedFailures(FileReader):
+    """Sends a ContextError whose category is left unspecified."""
+
+    def read(self):
+        try:
+            return super().read()
+        except CallFailed as failure:
+            raise CallFailed(failure.code, failure.message,
+                             {**failure.context_error, "category": "CONTEXT_ERROR_CATEGORY_UNSPECIFIED"}) from None
+
+
+@mutant("P-CONTEXT-ERROR-FIELDS")
+class FailureWithoutMessage(FileReader):
+    """Sends a ContextError with an empty message."""
+
+    def read(self):
+        try:
+            return super().read()
+        except CallFailed as failure:
+            raise CallFailed(failure.code, "", {**failure.context_error, "message": ""}) from None
+
+
+# --- the compactor ---------------------------------------------------------------------------------------------
+
+@mutant("C-SUMMARIZE")
+class CompactorOnlyCuts(Compactor):
+    """Cuts each section short instead of summarizing it."""
+
+    def summarized(self, section, kept, count):
+        words = tokens.text_of(section["content"]).split(" ")
+        text = " ".join(words[: max(1, len(words) // (4 if kept else 2))])
+        return {**section, "content": text_block(text), "tokens": count(text_block(text)), "truncated": True}
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorStopsEarly(Compactor):
+    """Summarizes once and returns the result whether or not it fits."""
+
+    def fit_chain(self, prior, budget, count):
+        if self.total(prior, count) <= budget:
+            return prior
+        return [self.summarized(s, None, count) for s in prior]
+
+
+@mutant("C-REWRITTEN-HISTORY-TEXT")
+class CompactorInventsAttachments(Compactor):
+    """Attaches an image of its own to the summary of the conversation."""
+
+    def rewrite_history(self, history):
+        rewritten = super().rewrite_history(history)
+        rewritten[0]["content"].append({"image": {"data": "R0lGODlhAQABAAAAACw=", "media_type": "image/gif"}})
+        return rewritten
+
+
+@mutant("P-TOKENS-COUNTTOKENS", also=["C-CHAIN-FITS"])
+class CompactorEstimates(Compactor):
+    """Counts the chain with its own characters/4 estimate."""
+
+    def contribute(self, request, call):
+        estimate = lambda content: (len(tokens.text_of(content)) + 3) // 4
+        req = request["request"]
+        reply = {"sections": self.fit_chain(req.get("prior_sections", []), int(req.get("token_budget", 0)), estimate)}
+        if self.history_due(req):
+            reply["rewritten_history"] = self.rewrite_history(req["conversation_history"])
+        return reply
