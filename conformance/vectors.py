@@ -79,7 +79,10 @@ def _check_citations(doc: dict, catalog: Catalog, source: str) -> None:
     for i, rid in enumerate(doc.get("rulings", ())):
         if rid not in catalog.rulings:
             raise InputError(source, f"cites unknown ruling {rid}", f"rulings[{i}]")
-    asserted: set[str] = set()
+    asserted: set[str] = set(doc.get("invariant_requirements", ()))
+    for i, rid in enumerate(doc.get("invariant_requirements", ())):
+        if rid not in catalog.requirements:
+            raise InputError(source, f"cites unknown requirement {rid}", f"invariant_requirements[{i}]")
     for where, block in expectation_blocks(doc):
         for rid in block:
             if rid not in doc["requirements"]:

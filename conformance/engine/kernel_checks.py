@@ -283,7 +283,10 @@ class TurnCheck:
     def resolve(self, call: CallRecord, judgment: Judgment, observed: list[dict]) -> None:
         """Compare the chain the kernel kept after `call` with what it may keep."""
         where = self.at(call)
-        outcome = next((o for o in judgment.outcomes if o.matches(observed)), None)
+        matching = [o for o in judgment.outcomes if o.matches(observed)]
+        # Where several outcomes fit the chain, the one whose diagnostics were reported is the one taken.
+        outcome = next((o for o in matching if all(self.reported(judgment.provider, n) for n in o.diagnostics)),
+                       matching[0] if matching else None)
         if outcome is None:
             # What the kernel should have reported about a chain it got wrong is moot; the chain is the finding.
             for requirement in self.attribute(judgment, call, observed):
@@ -325,6 +328,10 @@ class TurnCheck:
         if self.model.count_tokens and sum(tokens.fallback_count(s["content"]) for s in own) > budget:
             return "K-COUNT-RESOLUTION"  # it counted with the formula, not the model's tokenizer
         return "K-PRIOR-SECTIONS"
+
+    def reported(self, provider: str, needed) -> bool:
+        return any(d.get("provider") == provider and needed.category in (None, d.get("category"))
+                   and needed.message_contains in d.get("message", "") for d in self.result["diagnostics"])
 
     def check_diagnostic(self, provider: str, needed, where: str) -> None:
         mine = [d for d in self.result["diagnostics"] if d.get("provider") == provider]

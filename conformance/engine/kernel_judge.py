@@ -136,6 +136,10 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
                         "K-NON-TEXT-REJECT" if content_rules else "K-FIRE-EACH-TURN",
                         rejected_history_blame="K-COMPACTOR-BUDGET" if fake.compactor else "K-REWRITE-COMPACTOR-ONLY")
     notes = []
+    if rewrite and not fake.compactor:
+        # R-NONCOMPACTOR-REWRITE: the sections may be kept or the whole reply discarded; either way it is reported.
+        judgment.outcomes.append(Outcome(kept_as_is(prior), [Needed(None, "K-NO-SILENT-FALLBACK")]))
+        notes.append("a non-compactor's rewritten_history is never applied (R-NONCOMPACTOR-REWRITE)")
     if content_rules:
         notes.append("sections holding non-text blocks are dropped whole (R-NON-TEXT-WHOLE-SECTION)")
     if unlabeled:
@@ -156,9 +160,7 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
                                    for s in kept], list(needed), rewrite if fake.compactor and rewrite else None)
         if rewrite and not fake.compactor:
             accepted.diagnostics.append(Needed(None, "K-NO-SILENT-FALLBACK"))
-            rejected.diagnostics[-1] = Needed(None, "K-NO-SILENT-FALLBACK")
-            judgment.outcomes += [accepted, rejected]
-            notes.append("a non-compactor's rewritten_history is never applied (R-NONCOMPACTOR-REWRITE)")
+            judgment.outcomes.append(accepted)
         elif stated > budget:
             judgment.outcomes += [accepted, rejected]
             notes.append(f"it states {stated} tokens, over its budget of {budget}, but counts {counted}: "

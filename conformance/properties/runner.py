@@ -1,0 +1,164 @@
+"""Property-based certification: hypothesis generates whole scenarios, the
+live implementation runs each through the same driver as the vectors, and the
+same invariant checks judge it. A failing scenario is shrunk against the
+implementation and written out as a vector file that replays it.
+
+Runs are reproducible: the seed is printed and settable, and the ci profile
+is derandomized.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import yaml
+from hypothesis import HealthCheck, Phase, given, seed as fix_seed, settings as hsettings
+
+from conformance.engine import kernel_checks, provider_checks
+from conformance.engine.connection import Connection
+from conformance.engine.kernel_driver import drive as drive_kernel
+from conformance.engine.provider_driver import case_directory, drive as drive_provider, from_vector as provider_case
+from conformance.engine.results import CaseResult, Finding
+from conformance.engine.scenario import from_vector as kernel_scenario
+from conformance.manifest import Manifest
+from conformance.properties import strategies
+
+PROFILES = {
+    "ci": {"max_examples": 25, "derandomize": True},
+    "default": {"max_examples": 60},
+    "thorough": {"max_examples": 600},
+}
+
+
+@dataclass
+class PropertyRun:
+    profile: str = "default"
+    seed: int | None = None
+    examples: int | None = None
+    shrink: bool = True
+    counterexamples: Path | None = None   # where shrunk failures are written as vectors
+
+    def __post_init__(self) -> None:
+        if self.seed is None and not PROFILES[self.profile].get("derandomize"):
+            self.seed = random.SystemRandom().randrange(2**32)
+
+    def settings(self) -> hsettings:
+        options = dict(PROFILES[self.profile])
+        if self.examples is not None:
+            options["max_examples"] = self.examples
+        phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if self.shrink else [])
+        return hsettings(database=None, deadline=None, phases=phases, print_blob=False,
+                         suppress_health_check=list(HealthCheck), **options)
+
+
+class _Failed(Exception):
+    """One generated scenario broke an invariant, or the implementation."""
+
+
+@dataclass
+class _Search:
+    exercised: set[str] = field(default_factory=set)
+    examples: int = 0
+    doc: dict | None = None
+    failures: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+
+def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]]) -> _Search:
+    found = _Search()
+
+    def example(doc: dict) -> None:
+        found.examples += 1
+        findings, error = attempt(doc)
+        failed = [f for f in findings if not f.passed]
+        found.exercised.update(f.requirement for f in findings if f.passed)
+        if failed or error:
+            found.doc, found.failures, found.error = doc, failed, error  # the last one is the shrunk one
+            raise _Failed()
+
+    test = given(strategy)(example)
+    test = run.settings()(test)
+    if run.seed is not None and not PROFILES[run.profile].get("derandomize"):
+        test = fix_seed(run.seed)(test)
+    try:
+        test()
+    except _Failed:
+        pass
+    return found
+
+
+def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
+    def attempt(doc: dict) -> tuple[list[Finding], str | None]:
+        scenario = kernel_scenario(doc)
+        transcript = drive_kernel(connection.binding(), scenario)
+        if transcript.error:
+            connection.discard()
+        findings = kernel_checks.check_case(scenario, transcript)
+        harness = [f"{f.where}: {f.message}" for f in findings if f.requirement == kernel_checks.HARNESS and not f.passed]
+        return [f for f in findings if f.requirement != kernel_checks.HARNESS], transcript.error or "; ".join(harness) or None
+
+    return _result("property/kernel/generated-scenarios", "Generated kernel scenarios hold every invariant",
+                   run, strategies.kernel_scenarios(), attempt)
+
+
+def provider_property(connection: Connection, run: PropertyRun, manifest: Manifest, run_dir: Path) -> CaseResult:
+    def attempt(doc: dict) -> tuple[list[Finding], str | None]:
+        case = provider_case(doc)
+        workdir = case_directory(run_dir, f"property-{hashlib.sha1(repr(doc).encode()).hexdigest()[:10]}")
+        transcript = drive_provider(connection.binding(), case, manifest, workdir)
+        if transcript.error:
+            connection.discard()
+        return provider_checks.check_case(transcript, manifest), transcript.error
+
+    return _result("property/provider/generated-requests", "Generated requests hold every provider invariant",
+                   run, strategies.provider_scenarios(), attempt)
+
+
+def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt) -> CaseResult:
+    started = time.perf_counter()
+    found = _search(run, strategy, attempt)
+    result = CaseResult(case_id, title, source=f"hypothesis, profile {run.profile}, seed {run.seed}")
+    failing = {f.requirement for f in found.failures}
+    result.findings = [Finding(r, True, where=f"{found.examples} examples") for r in sorted(found.exercised - failing)]
+    result.findings += found.failures
+    if found.error:
+        result.error = f"a generated scenario broke the implementation: {found.error}"
+    if found.doc is not None and run.counterexamples is not None:
+        path = write_counterexample(found.doc, sorted(failing), run, run.counterexamples, found.error or "")
+        note = f"shrunk counterexample written to {path} (ctxconf replay {path})"
+        result.findings = [Finding(f.requirement, f.passed, f"{f.message} [{note}]" if not f.passed else f.message,
+                                   f.where) for f in result.findings]
+        if result.error:
+            result.error += f"\n{note}"
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """No anchors or aliases: vectors are plain data any YAML reader takes."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def write_counterexample(doc: dict, requirements: list[str], run: PropertyRun, folder: Path,
+                         problem: str = "") -> Path:
+    """The shrunk scenario as a vector file under folder/<role>/counterexample/."""
+    role = doc["id"].split("/")[0]
+    digest = hashlib.sha1(yaml.safe_dump(doc, allow_unicode=True).encode()).hexdigest()[:12]
+    vector = {**doc, "id": f"{role}/counterexample/{digest}",
+              "title": f"Counterexample found by property testing (profile {run.profile}, seed {run.seed})",
+              "requirements": requirements, "invariant_requirements": requirements,
+              "origin": {"tool": "hypothesis", "profile": run.profile, "seed": run.seed,
+                         "problem": problem or "broke the invariants of " + ", ".join(requirements)}}
+    path = folder / role / "counterexample" / f"{digest}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.dump(vector, Dumper=_PlainDumper, allow_unicode=True, sort_keys=False, width=120),
+                    encoding="utf-8")
+    return path
+

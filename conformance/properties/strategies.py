@@ -1,0 +1,195 @@
+"""Hypothesis strategies for whole scenarios, built from small strategies for
+the leaves (texts, blocks, sections, messages) up to a kernel vector document
+or a provider vector document. A generated scenario is an ordinary vector, so
+a shrunk counterexample can be written out and replayed as one."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from conformance.wire import errors
+
+# --- leaves -------------------------------------------------------------------------
+
+_TRICKY = ["é", "e\u0301", "😀", "👍🏽", "漢字", "ש", "\u200b", " ", "\n", "\t", "a", "Z", "0", "<", "-"]
+
+def _joined(pieces: list[str], max_size: int):
+    """Strings made of pieces that may be several code points each (a combining mark, a skin tone)."""
+    return st.lists(st.sampled_from(pieces), max_size=max_size).map("".join)
+
+
+short_texts = st.one_of(
+    _joined(_TRICKY + list("abcdefghij .,"), 40),
+    st.text(max_size=20),  # any code point hypothesis likes; st.text leaves out surrogates
+)
+huge_texts = st.builds(lambda unit, n: unit * n, st.sampled_from(["x", "é", "😀", "word "]), st.integers(3000, 6000))
+texts = st.one_of(short_texts, short_texts, short_texts, huge_texts)
+labels = st.one_of(st.sampled_from(["CLAUDE.md", "AGENTS.md (root)", "git status", "Notes — café", "L"]),
+                   st.text(alphabet=st.sampled_from(list("abcXYZ é漢-")), min_size=1, max_size=12))
+
+non_text_blocks = st.sampled_from([
+    {"image": {"data": "iVBORw0KGgo=", "media_type": "image/png"}},
+    {"document": {"data": "JVBERi0=", "media_type": "application/pdf"}},
+    {"tool_use": {"id": "t1", "name": "grep", "arguments": {"pattern": "TODO"}}},
+    {"thinking": {"text": "hmm", "signature": "c2ln"}},
+])
+text_blocks = st.builds(lambda t: {"text": t}, texts)
+stabilities = st.sampled_from(["STABILITY_STATIC", "STABILITY_DYNAMIC"])
+
+
+@st.composite
+def sections(draw, provider: str | None = None, allow_faults: bool = True) -> dict:
+    """A section in vector short form; with faults, sometimes a lie, a non-text
+    block, no label, or a truncated flag."""
+    spec: dict = {"label": draw(labels)}
+    blocks = draw(st.lists(text_blocks, min_size=1, max_size=3))
+    if allow_faults and draw(st.integers(0, 9)) == 0:
+        blocks.insert(draw(st.integers(0, len(blocks))), draw(non_text_blocks))
+    spec["content"] = blocks
+    if provider:
+        spec["provider"] = provider
+    if draw(st.booleans()):
+        spec["stability"] = draw(stabilities)
+    if allow_faults:
+        fault = draw(st.integers(0, 11))
+        if fault == 0:
+            spec["tokens"] = draw(st.integers(0, 50))          # a figure that may be a lie
+        elif fault == 1:
+            spec["label"] = ""
+        elif fault == 2:
+            spec["truncated"] = True
+    return spec
+
+
+messages = st.one_of(
+    st.builds(lambda r, t: {"role": r, "text": t}, st.sampled_from(["user", "assistant"]), short_texts),
+    st.builds(lambda t: {"role": "assistant", "content": [{"text": t}, {"tool_use": {"id": "c1", "name": "ls", "arguments": {}}}]},
+              short_texts),
+)
+histories = st.lists(messages, max_size=4)
+
+# --- kernel scenarios -----------------------------------------------------------------
+
+
+@st.composite
+def models(draw, index: int) -> dict:
+    window = draw(st.one_of(st.integers(200, 5000), st.integers(5000, 300000)))
+    reserved = draw(st.integers(0, window // 4))
+    return {"id": f"model-{index}", "context_window": window, "reserved_output": reserved,
+            "system_overhead": draw(st.integers(0, window // 4)), "count_tokens": draw(st.booleans())}
+
+
+_ERROR_CODES = ["UNAVAILABLE", "INTERNAL", "INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNKNOWN",
+                "DEADLINE_EXCEEDED"]
+
+
+@st.composite
+def call_errors(draw) -> dict:
+    error: dict = {"code": draw(st.sampled_from(_ERROR_CODES)), "message": draw(st.sampled_from(
+        ["boom", "source gone", "panic: index out of range", "bad request"]))}
+    if draw(st.integers(0, 3)) > 0:
+        category = draw(st.sampled_from(errors.CATEGORIES))
+        error["context_error"] = {"category": errors.enum_name(category), "message": error["message"],
+                                  "retryable": draw(st.booleans())}
+    return error
+
+
+@st.composite
+def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
+    """What one provider does on one turn: conform, or break a rule."""
+    kind = draw(st.sampled_from(["append"] * 5 + ["keep", "error", "edit", "drop", "reorder", "delta",
+                                                  "prepend", "insert", "impersonate", "hang", "rewrite"]))
+    own = lambda n=2: draw(st.lists(sections(), min_size=1, max_size=n))
+    if kind == "append":
+        return {"append": own(3)}
+    if kind == "keep":
+        return {"keep": True}
+    if kind == "error":
+        return {"error": draw(call_errors())}
+    if kind == "hang":
+        return {"hang": True}
+    if kind == "edit":
+        field = draw(st.sampled_from(["text", "label", "tokens", "truncated", "stability", "provider"]))
+        value = {"text": draw(short_texts), "label": draw(labels), "tokens": draw(st.integers(0, 99)),
+                 "truncated": draw(st.booleans()), "stability": draw(stabilities),
+                 "provider": draw(st.sampled_from(others or [name]))}[field]
+        return {"edit": [{"index": draw(st.integers(0, 3)), field: value}], "append": own()}
+    if kind == "drop":
+        return {"drop": [draw(st.integers(0, 3))], "append": own()}
+    if kind == "reorder":
+        return {"reorder": draw(st.permutations(range(draw(st.integers(2, 4))))), "append": own()}
+    if kind == "delta":
+        return {"delta": own()}
+    if kind == "prepend":
+        return {"prepend": own()}
+    if kind == "insert":
+        return {"insert": {"index": draw(st.integers(0, 3)), "sections": own()}}
+    if kind == "impersonate":
+        return {"append": [draw(sections(provider=draw(st.sampled_from(others or ["someone-else"]))))]}
+    action: dict = {"append": own()} if not compactor or draw(st.booleans()) else {"keep": True}
+    action["rewritten_history"] = draw(st.lists(messages, min_size=1, max_size=2))
+    return action
+
+
+@st.composite
+def kernel_scenarios(draw) -> dict:
+    """A whole kernel vector document (without expectations: the invariants judge it)."""
+    model_list = [draw(models(i)) for i in range(draw(st.integers(1, 3)))]
+    names = draw(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
+                                           "iota", "kappa"]), max_size=8, unique=True))
+    turns = draw(st.integers(1, 3))
+    providers = []
+    for name in names:
+        compactor = draw(st.integers(0, 4)) == 0
+        others = [n for n in names if n != name]
+        provider = {"name": name, "capabilities": {
+            "default_token_budget": draw(st.one_of(st.integers(0, 40), st.integers(40, 3000))),
+            "stability": draw(stabilities), "compactor": compactor},
+            "script": [draw(actions(name, others, compactor)) for _ in range(turns)]}
+        if draw(st.booleans()):
+            provider["token_budget_override"] = draw(st.one_of(st.none(), st.integers(0, 500)))
+        providers.append(provider)
+    ids = [m["id"] for m in model_list]
+    sessions = ["01JDPROPERTYSESSION00000001", "01JDPROPERTYSESSION00000002"]
+    count_turns = [{"count_tokens": {"content": draw(st.lists(st.one_of(text_blocks, text_blocks, non_text_blocks),
+                                                             max_size=4)),
+                                     **({"model": draw(st.sampled_from(ids))} if draw(st.booleans()) else {})}}
+                   for _ in range(draw(st.integers(0, 2)))]
+    turn_docs = [{"assemble": {
+        "session_id": draw(st.sampled_from(sessions[:1] * 3 + sessions[1:])),
+        "turn_id": f"01JDPROPERTYTURN{i:011d}", "model": draw(st.sampled_from(ids)),
+        "files_touched": draw(st.lists(st.sampled_from(["src/a.py", "docs/é.md"]), max_size=2)),
+        "new_messages": draw(histories)}} for i in range(turns)]
+    return {"id": "kernel/property/generated", "title": "A generated scenario",
+            "requirements": [], "setup": {"models": model_list, "primary_model": ids[0],
+                                           "fallback_models": ids[1:], "providers": providers},
+            "turns": turn_docs + count_turns}
+
+
+# --- provider requests ------------------------------------------------------------------------
+
+prior_chains = st.lists(sections(allow_faults=False).map(lambda s: {**s, "provider": "other-provider"}), max_size=4)
+
+
+@st.composite
+def contribute_requests(draw) -> dict:
+    request = {"token_budget": draw(st.one_of(st.integers(0, 30), st.integers(30, 5000))),
+               "prior_sections": draw(prior_chains), "conversation_history": draw(histories)}
+    if draw(st.booleans()):
+        ceiling = draw(st.integers(100, 200000))
+        request["model_target"] = {"id": "generated-model", "context_window": ceiling * 2, "effective_ceiling": ceiling}
+    if draw(st.booleans()):
+        request["history_tokens"] = draw(st.integers(0, 300000))
+    return request
+
+
+paragraph_texts = _joined(_TRICKY[:6] + list("abcdefghij .,"), 80).filter(lambda t: t.strip())
+fixture_texts = st.lists(paragraph_texts, min_size=1, max_size=6).map(lambda ps: "\n\n".join(ps) + "\n")
+
+
+@st.composite
+def provider_scenarios(draw) -> dict:
+    """A provider vector document: a fixture, Configure, then several Contribute calls."""
+    steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests())} for _ in range(draw(st.integers(1, 3)))]
+    return {"id": "provider/property/generated", "title": "A generated provider scenario", "requirements": [],
+            "files": {"CONTEXT.md": draw(fixture_texts)}, "steps": steps}
