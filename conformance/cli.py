@@ -2,6 +2,8 @@
 
     ctxconf kernel [--python MOD:FACTORY | --stdio CMD] [--report FILE] ...
     ctxconf provider [--python MOD:FACTORY | --stdio CMD] --manifest FILE [--report FILE] ...
+    ctxconf replay FILE [--python ... | --stdio ...] [--manifest FILE]
+    ctxconf selftest [--profile ci]
     ctxconf requirements [--spec DIR]
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
@@ -23,7 +25,9 @@ from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, Launch
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
+from conformance import selftest
 from conformance.engine import kernel_run, provider_run
+from conformance.properties.runner import PROFILES, PropertyRun, kernel_property, provider_property
 from conformance.reports import badge, console, json_report, junit, markdown
 from conformance.reports.verdict import CONFORMANT, build
 from conformance.schemas import InputError
@@ -70,6 +74,26 @@ def _parser() -> argparse.ArgumentParser:
     _run_options(provider)
     provider.set_defaults(func=_provider)
 
+    replay = commands.add_parser("replay", help="run one vector file, such as a shrunk counterexample",
+                                 description="Run one vector file against a kernel or provider (by its id's role).")
+    replay.add_argument("file", type=Path, help="the vector file")
+    target = replay.add_mutually_exclusive_group()
+    target.add_argument("--python", metavar="MOD:FACTORY")
+    target.add_argument("--stdio", metavar="CMD")
+    replay.add_argument("--manifest", type=Path, metavar="FILE", help="for a provider vector")
+    _run_options(replay, properties=False)
+    replay.set_defaults(func=_replay)
+
+    check = commands.add_parser("selftest", help="prove every check can fail: references clean, every mutant caught",
+                                description="Run the reference implementations and every mutant through the vectors "
+                                "and the property tests; print the kill matrix. Exits 1 if a mutant survives or a "
+                                "reference implementation fails.")
+    check.add_argument("--profile", choices=sorted(PROFILES), default="ci", help="hypothesis profile (default: ci)")
+    check.add_argument("--seed", type=int, help="hypothesis seed (profiles other than ci)")
+    check.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    check.add_argument("--report", type=Path, metavar="FILE", help="write the kill matrix as JSON")
+    check.set_defaults(func=_selftest)
+
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
                                "MUST/MUST NOT/SHOULD has no vector, or (with --spec) an anchor is missing.")
@@ -81,7 +105,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_options(parser: argparse.ArgumentParser) -> None:
+def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> None:
+    if properties:
+        parser.add_argument("--profile", choices=sorted(PROFILES), default="default",
+                            help="hypothesis profile for the property tests: ci (small, derandomized), default, "
+                                 "thorough (default: default)")
+        parser.add_argument("--seed", type=int, help="hypothesis seed; printed in the report when not given")
+        parser.add_argument("--examples", type=int, metavar="N", help="generated scenarios to try (overrides the profile)")
+        parser.add_argument("--no-properties", action="store_true", help="run the golden vectors only")
+        parser.add_argument("--counterexamples", type=Path, metavar="DIR", default=Path("ctxconf-counterexamples"),
+                            help="where a shrunk failing scenario is written as a vector (default: ./ctxconf-counterexamples)")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
@@ -107,9 +140,12 @@ def _kernel(args: argparse.Namespace) -> int:
         with Connection(opener) as connection:
             _first_start(connection)
             cases = kernel_run.run_vectors(connection, selected)
+            run = _property_run(args)
+            if run:
+                cases.append(kernel_property(connection, run))
             implementation = connection.implementation
     report = build(catalog, catalog_mod.KERNEL_ROLES, "kernel", cases, name, implementation,
-                   time.perf_counter() - started, baseline)
+                   time.perf_counter() - started, baseline, seed=run.seed if run else None)
     return _emit(report, args)
 
 
@@ -126,10 +162,54 @@ def _provider(args: argparse.Namespace) -> int:
         with Connection(opener) as connection:
             _first_start(connection)
             cases = provider_run.run_vectors(connection, selected, manifest, Path(workdir) / "cases")
+            run = _property_run(args)
+            if run:
+                cases.append(provider_property(connection, run, manifest, Path(workdir) / "properties"))
             implementation = connection.implementation
     report = build(catalog, catalog_mod.PROVIDER_ROLES, "provider", cases, name, implementation,
-                   time.perf_counter() - started, baseline)
+                   time.perf_counter() - started, baseline, seed=run.seed if run else None)
     return _emit(report, args)
+
+
+def _property_run(args: argparse.Namespace) -> PropertyRun | None:
+    if args.no_properties or args.filter:
+        return None  # a filtered run is about particular vectors
+    return PropertyRun(profile=args.profile, seed=args.seed, examples=args.examples,
+                       counterexamples=args.counterexamples)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    catalog = catalog_mod.load()
+    vector = vectors_mod.load_file(args.file, catalog)
+    role = vector.id.split("/")[0]
+    args.filter = None
+    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
+        if role == "kernel":
+            name, opener = _opener(args, KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, Path(workdir))
+        else:
+            if (args.python or args.stdio) and not args.manifest:
+                raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
+            manifest = manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
+            name, opener = _opener(args, PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, Path(workdir))
+        started = time.perf_counter()
+        with Connection(opener) as connection:
+            _first_start(connection)
+            cases = kernel_run.run_vectors(connection, [vector]) if role == "kernel" else \
+                provider_run.run_vectors(connection, [vector], manifest, Path(workdir) / "cases")
+            implementation = connection.implementation
+    roles = catalog_mod.KERNEL_ROLES if role == "kernel" else catalog_mod.PROVIDER_ROLES
+    report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started)
+    return _emit(report, args)
+
+
+def _selftest(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    outcomes = selftest.run(args.profile, args.seed, args.jobs)
+    seconds = time.perf_counter() - started
+    print(selftest.render(outcomes, seconds))
+    if args.report:
+        _write(args.report, json.dumps(selftest.to_json(outcomes, seconds), indent=2) + "\n")
+    return 1 if any(o.problem for o in outcomes) else 0
 
 
 def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):

@@ -398,18 +398,19 @@ class TurnCheck:
             if self.history is not self.start_history:
                 self.add("K-APPLY-REWRITTEN-HISTORY", True)
             return
-        for judgment in self.judgments:
-            if judgment.rejected_history is not None and observed == judgment.rejected_history:
-                self.add(judgment.rejected_history_blame, False,
-                         f"{judgment.provider}'s rewritten_history replaced the conversation though it may not: "
-                         f"{judgment.why}")
-                return
-        if self.history is not self.start_history or self.state.rewritten:
-            self.add("K-APPLY-REWRITTEN-HISTORY", False, f"the conversation after the turn has {len(observed)} "
-                     f"message(s); the accepted rewrite has {len(self.history)}")
-        else:
+        blame = next(((j.rejected_history_blame, f"{j.provider}'s rewritten_history replaced the conversation "
+                       f"though it may not: {j.why}") for j in self.judgments
+                      if j.rejected_history is not None and observed == j.rejected_history), None)
+        if blame is None and (self.history is not self.start_history or self.state.rewritten):
+            blame = ("K-APPLY-REWRITTEN-HISTORY", f"the conversation after the turn has {len(observed)} message(s); "
+                     f"the accepted rewrite has {len(self.history)}")
+        if blame is None:
             self.add(HARNESS, False, f"the history returned ({len(observed)} message(s)) is not the session's "
                      f"conversation with this turn's new messages appended ({len(self.history)})")
+            return
+        self.add(blame[0], False, blame[1])
+        # Reported once; from here on, judge the session by the conversation the kernel actually keeps.
+        self.history, self.state.rewritten = observed, True
 
 
 def _cut_from(section: dict, offered: list[dict]) -> bool:

@@ -5,7 +5,8 @@ requirement(s) it breaks. The self-test runs the suite against each one and
 expects exactly those to be reported failing: `breaks` must fail, and
 nothing outside `breaks` and `also` may. `also` lists the requirements the
 same bug unavoidably breaks too (a kernel that counts characters gets budgets
-and history_tokens wrong as well as the formula).
+and history_tokens wrong as well as the formula). A `property_only` mutant
+hides where no golden vector looks; only the generated scenarios find it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from conformance.wire import errors, tokens
 MUTANTS: dict[str, type[ReferenceKernel]] = {}
 
 
-def mutant(*breaks: str, also: list[str] = ()):
+def mutant(*breaks: str, also: list[str] = (), property_only: bool = False):
     def register(cls: type[ReferenceKernel]) -> type[ReferenceKernel]:
-        cls.breaks, cls.also = breaks, tuple(also)
+        cls.breaks, cls.also, cls.property_only = breaks, tuple(also), property_only
         MUTANTS[cls.__name__] = cls
         return cls
     return register
@@ -81,8 +82,8 @@ class CarriesChainAcrossTurns(ReferenceKernel):
 
 
 @mutant("K-SEQUENTIAL",
-        also=["K-BUDGET-NO-TURN-FAIL", "K-DECLARATION-ORDER", "K-FIRE-EACH-TURN", "K-SCOPE-NO-FAIL",
-              "KC-NO-REORDER"])
+        also=["K-BUDGET-NO-TURN-FAIL", "K-DECLARATION-ORDER", "K-ERR-INVALID-REQUEST-NO-RETRY",
+              "K-FIRE-EACH-TURN", "K-SCOPE-NO-FAIL", "KC-NO-REORDER"])
 class HedgedFirstCall(ReferenceKernel):
     """Sends the first provider's request twice at once and keeps the first answer (a 'hedged' request)."""
 
@@ -229,7 +230,8 @@ class PerBlockRounding(ReferenceKernel):
 
 
 @mutant("K-COUNT-FALLBACK-FORMULA",
-        also=["K-BUDGET-REJECT", "K-COUNT-NON-TEXT-ZERO", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+        also=["K-BUDGET-REJECT", "K-COUNT-NON-TEXT-ZERO", "K-COUNT-SINGLE-FORMULA",
+              "K-HISTORY-TOKENS"])
 class CharactersNotBytes(ReferenceKernel):
     """Counts characters instead of UTF-8 bytes."""
 
@@ -238,7 +240,8 @@ class CharactersNotBytes(ReferenceKernel):
 
 
 @mutant("K-COUNT-FALLBACK-FORMULA",
-        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-COUNT-SINGLE-FORMULA",
+              "K-HISTORY-TOKENS"])
 class FloorNotCeiling(ReferenceKernel):
     """Rounds down instead of up."""
 
@@ -310,7 +313,7 @@ class RejectsAtBudget(ReferenceKernel):
         return sum(self.count(s["content"], model, call) for s in sections) >= budget and bool(sections)
 
 
-@mutant("K-BUDGET-REJECT", also=["K-COMPACTOR-BUDGET", "K-NO-SILENT-FALLBACK"])
+@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", "K-NO-SILENT-FALLBACK"])
 class PerSectionBudget(ReferenceKernel):
     """Checks each section against the budget on its own (the upstream kernel's reading)."""
 
@@ -397,7 +400,9 @@ class IgnoresRewrite(ReferenceKernel):
         pass
 
 
-@mutant("K-REWRITE-COMPACTOR-ONLY", also=["K-HISTORY-TO-COMPACTOR", "K-NO-SILENT-FALLBACK"])
+@mutant("K-REWRITE-COMPACTOR-ONLY",
+        also=["K-HISTORY-TO-COMPACTOR", "K-HISTORY-TOKENS", "K-NO-SILENT-FALLBACK",
+              "K-PROMPT-BOUNDARIES"])
 class AppliesAnyRewrite(ReferenceKernel):
     """Applies rewritten history from any provider, compactor or not."""
 
@@ -425,7 +430,7 @@ class NonTextDroppedSilently(ReferenceKernel):
         return super().admissible(provider, [s for s in sections if tokens.is_text_only(s["content"])], diagnostics)
 
 
-@mutant("K-NON-TEXT-REJECT")
+@mutant("K-NON-TEXT-REJECT", also=["K-NO-SILENT-FALLBACK"])
 class NonTextCheckedForOwnSectionsOnly(ReferenceKernel):
     """Checks content rules on non-compactors' own sections, but not on a compactor's rewrites."""
 
@@ -454,7 +459,7 @@ class PromptWithoutBoundaries(ReferenceKernel):
 
 # --- scope ---------------------------------------------------------------------------------------------
 
-@mutant("K-SCOPE-DISCARD")
+@mutant("K-SCOPE-DISCARD", also=["K-PROMPT-BOUNDARIES"])
 class AcceptsForeignEdits(ReferenceKernel):
     """Takes a non-compactor's reply as the new chain, whatever it did to other sections."""
 
@@ -463,7 +468,7 @@ class AcceptsForeignEdits(ReferenceKernel):
         return sections
 
 
-@mutant("K-SCOPE-DISCARD")
+@mutant("K-SCOPE-DISCARD", also=["K-PROMPT-BOUNDARIES"])
 class KeepsOwnSectionsOnViolation(ReferenceKernel):
     """Restores the prior chain on a violation but keeps the violator's own new sections."""
 
@@ -521,7 +526,7 @@ class AbortsOnAnyError(ReferenceKernel):
 _BY_CODE = {code: category for category, code in errors.GRPC_CODE.items()}
 
 
-@mutant("K-ERR-SOURCE-UNAVAILABLE")
+@mutant("K-ERR-SOURCE-UNAVAILABLE", also=["K-ERR-SCOPE-VIOLATION"])
 class ClassifiesByStatusCode(ReferenceKernel):
     """Takes the category from the gRPC status code instead of the ContextError detail."""
 
@@ -578,4 +583,68 @@ class FailsTurnWithoutReason(ReferenceKernel):
     def on_failure(self, provider, failure):
         if errors.category_of(failure.context_error) == "unknown":
             raise TurnFailed("")
+        return super().on_failure(provider, failure)
+
+
+# --- caught only by the property tests (the golden vectors never reach these corners) ------
+
+@mutant("K-DECLARATION-ORDER", also=["KC-NO-REORDER"], property_only=True)
+class SortsLongChains(ReferenceKernel):
+    """Keeps declaration order for up to six providers, then sorts them by name."""
+
+    def providers_for_turn(self, session):
+        return self.providers if len(self.providers) <= 6 else sorted(self.providers, key=lambda p: p.name)
+
+
+@mutant("K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", property_only=True)
+class TrustsFiguresBeyondTwoSections(ReferenceKernel):
+    """Recounts the first two sections of a reply but trusts the stated figure of any further ones."""
+
+    def over_budget(self, sections, budget, model, call):
+        return sum(self.count(s["content"], model, call) if i < 2 else s["tokens"]
+                   for i, s in enumerate(sections)) > budget
+
+
+@mutant("K-SCOPE-DISCARD", property_only=True)
+class ScopeIgnoresFlags(ReferenceKernel):
+    """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated flags."""
+
+    def in_scope(self, provider, chain, sections):
+        key = lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"])
+        n = len(chain)
+        return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
+            and all(s["provider"] == provider.name for s in sections[n:])
+
+
+@mutant("K-COUNT-FALLBACK-FORMULA", property_only=True)
+class FallbackCapsLongTexts(ReferenceKernel):
+    """Stops counting after the first 4000 bytes of text."""
+
+    def fallback(self, content):
+        return (min(len(tokens.text_of(content).encode()), 4000) + 3) // 4
+
+
+@mutant("K-HISTORY-TO-COMPACTOR", property_only=True)
+class HistoryOnlyWhileShort(ReferenceKernel):
+    """Stops sending the conversation to compactors once it is longer than six messages."""
+
+    def history_for(self, provider, history):
+        return history if provider.compactor and len(history) <= 6 else []
+
+
+@mutant("K-COMPACTOR-BUDGET", property_only=True)
+class FirstCompactorUnchecked(ReferenceKernel):
+    """Skips the budget check for a compactor that runs first in the chain."""
+
+    def counted_against_compactor(self, provider, kept):
+        return [] if provider is self.providers[0] else kept
+
+
+@mutant("K-ERR-SOURCE-UNAVAILABLE", property_only=True)
+class CompactorOutageFailsTurn(ReferenceKernel):
+    """Fails the turn when a compactor's source is unavailable, isolating only other providers."""
+
+    def on_failure(self, provider, failure):
+        if provider.compactor and errors.category_of(failure.context_error) == "source_unavailable":
+            raise TurnFailed(f"compactor {provider.name} is unavailable")
         return super().on_failure(provider, failure)

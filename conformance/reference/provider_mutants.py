@@ -19,9 +19,9 @@ from conformance.wire import tokens
 MUTANTS: dict[str, type[ReferenceProvider]] = {}
 
 
-def mutant(*breaks: str, also: list[str] = ()):
+def mutant(*breaks: str, also: list[str] = (), property_only: bool = False):
     def register(cls):
-        cls.breaks, cls.also = breaks, tuple(also)
+        cls.breaks, cls.also, cls.property_only = breaks, tuple(also), property_only
         cls.manifest = "compactor" if issubclass(cls, Compactor) else "filereader"
         MUTANTS[cls.__name__] = cls
         return cls
@@ -40,8 +40,7 @@ class NoConfigSchema(FileReader):
     CAPABILITIES = {k: v for k, v in FileReader.CAPABILITIES.items() if k != "config_schema"}
 
 
-@mutant("P-CAP-DEFAULT-BUDGET", also=["P-SELF-REDUCE", "P-TRUNCATED-FLAG", "P-SOURCE-UNAVAILABLE", "P-FULL-CHAIN",
-                                      "P-OWN-SECTIONS-ONLY", "P-STRIP-ARTIFACTS", "P-TOKENS-COUNTTOKENS"])
+@mutant("P-CAP-DEFAULT-BUDGET", also=["P-FULL-CHAIN", "P-OWN-SECTIONS-ONLY"])
 class ZeroDefaultBudget(FileReader):
     """Declares a default budget of 0 (unset)."""
     CAPABILITIES = _with(FileReader.CAPABILITIES, default_token_budget=0)
@@ -200,7 +199,7 @@ class AttachesImage(FileReader):
         return section
 
 
-@mutant("P-WITHIN-BUDGET", also=["P-SELF-REDUCE", "P-TRUNCATED-FLAG"])
+@mutant("P-WITHIN-BUDGET")
 class IgnoresBudget(FileReader):
     """Returns the whole file whatever the budget."""
 
@@ -216,7 +215,7 @@ class OneTokenOver(FileReader):
         return super().own_section(text, budget + 1, count)
 
 
-@mutant("P-SELF-REDUCE", also=["P-TRUNCATED-FLAG"])
+@mutant("P-SELF-REDUCE")
 class GivesUpWhenOverBudget(FileReader):
     """Contributes nothing when the file does not fit, instead of reducing it."""
 
@@ -243,7 +242,7 @@ class AlwaysTruncated(FileReader):
 
 # --- tokens ------------------------------------------------------------------------------------------
 
-@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET", "P-SELF-REDUCE", "P-TRUNCATED-FLAG"])
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
 class EstimatesTokens(FileReader):
     """Estimates with bytes/4 instead of asking CountTokens."""
 
@@ -286,7 +285,7 @@ class KeepsComments(FileReader):
 
 # --- errors -------------------------------------------------------------------------------------------------
 
-@mutant("P-SOURCE-UNAVAILABLE", also=["P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS", "P-ERROR-CODE"])
+@mutant("P-SOURCE-UNAVAILABLE", also=["P-CONTEXT-ERROR-FIELDS", "P-ERROR-CATEGORIZED", "P-ERROR-CODE"])
 class SilentWhenSourceVanishes(FileReader):
     """Contributes nothing, without an error, when its file has gone."""
 
@@ -332,7 +331,7 @@ class UnknownAsUNKNOWN(FileReader):
             raise
 
 
-@mutant("P-ERROR-CATEGORIZED", also=["P-ERROR-CODE", "P-SOURCE-UNAVAILABLE", "P-CONTEXT-ERROR-FIELDS"])
+@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS", "P-ERROR-CODE", "P-SOURCE-UNAVAILABLE"])
 class UncategorizedFailures(FileReader):
     """Sends a ContextError whose category is left unspecified."""
 
@@ -398,3 +397,36 @@ class CompactorEstimates(Compactor):
         if self.history_due(req):
             reply["rewritten_history"] = self.rewrite_history(req["conversation_history"])
         return reply
+
+
+# --- caught only by the property tests ------------------------------------------------------------
+
+@mutant("P-OWN-SECTIONS-ONLY", property_only=True)
+class NormalizesLongPriorText(FileReader):
+    """Normalizes to NFC the text of prior sections longer than 40 characters."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"]["prior_sections"])
+        tidy = lambda b: {"text": {"text": unicodedata.normalize("NFC", b["text"]["text"])}} \
+            if "text" in b and len(b["text"]["text"]) > 40 else b
+        return {"sections": [{**s, "content": [tidy(b) for b in s["content"]]} for s in reply["sections"][:n]]
+                + reply["sections"][n:]}
+
+
+@mutant("P-WITHIN-BUDGET", property_only=True)
+class IgnoresBudgetAfterLongChains(FileReader):
+    """Returns its whole file, whatever the budget, once three or more sections precede it."""
+
+    def contribute(self, request, call):
+        if len(request["request"]["prior_sections"]) >= 3:
+            request = {"request": {**request["request"], "token_budget": 10**9}}
+        return super().contribute(request, call)
+
+
+@mutant("C-CHAIN-FITS", property_only=True)
+class CompactorGivesUpOnLongChains(Compactor):
+    """Hands back a chain of four or more sections unchanged, over budget or not."""
+
+    def fit_chain(self, prior, budget, count):
+        return prior if len(prior) >= 4 else super().fit_chain(prior, budget, count)

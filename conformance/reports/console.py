@@ -19,6 +19,9 @@ def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = Fa
     impl = report.implementation
     name = f"{impl.get('name', '?')} {impl.get('version', '')}".strip()
     print(f"ctxconf {report.suite_version}: {report.role} certification of {name} over {report.binding}", file=stream)
+    for case in report.cases:
+        if case.id.startswith("property/"):
+            print(f"  property tests: {case.source} (rerun with --seed to reproduce)", file=stream)
     for r in report.requirements:
         if r.status == NOT_TESTED and not verbose and not r.requirement.normative:
             continue
