@@ -9,6 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The suite's own hypothesis tests: a fast derandomized profile for CI, a thorough one on demand
+# (HYPOTHESIS_PROFILE=thorough). Certification runs use conformance.properties.runner.PROFILES.
+settings.register_profile("ci", max_examples=30, derandomize=True, deadline=None, database=None,
+                          suppress_health_check=list(HealthCheck))
+settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from conformance import catalog as catalog_mod, vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL
