@@ -48,7 +48,7 @@ def test_a_seed_reproduces_the_same_counterexample(tmp_path):
 
 
 def test_a_counterexample_replays_as_a_vector(tmp_path):
-    result = _property(MUTANTS["TrustsStatedTokens"], profile="ci", examples=200, shrink_seconds=5,
+    result = _property(MUTANTS["TrustsStatedTokens"], profile="ci", examples=100, shrink_seconds=3,
                        counterexamples=tmp_path)
     assert result.status == "fail"
     [path] = list(tmp_path.rglob("*.yaml"))

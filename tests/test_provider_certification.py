@@ -60,11 +60,11 @@ def test_property_only_provider_mutant_escapes_the_vectors_but_not_the_propertie
 
 def test_provider_command_line(tmp_path):
     run = ctxconf("provider", "--stdio", f"{SHIM} conformance.reference.compactor:create",
-                  "--manifest", str(MANIFESTS / "compactor.yaml"), "--report", str(tmp_path / "r.json"))
+                  "--manifest", str(MANIFESTS / "compactor.yaml"), "--profile", "ci", "--report", str(tmp_path / "r.json"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "provider certification of ctxconf-reference-compactor" in run.stdout
     run = ctxconf("provider", "--python", "conformance.reference.provider_mutants:IgnoresBudget",
-                  "--manifest", str(MANIFESTS / "filereader.yaml"))
+                  "--manifest", str(MANIFESTS / "filereader.yaml"), "--no-properties")
     assert run.returncode == 1 and "FAIL  P-WITHIN-BUDGET" in run.stdout
 
 

@@ -63,6 +63,11 @@ class _Failed(Exception):
     """One generated scenario broke an invariant, or the implementation."""
 
 
+class _OutOfTime(BaseException):
+    """Shrinking took long enough: the smallest failure so far is the answer.
+    A BaseException, so that hypothesis lets it through instead of shrinking on."""
+
+
 @dataclass
 class _Search:
     exercised: set[str] = field(default_factory=set)
@@ -80,7 +85,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         if found.doc is not None and doc == found.doc:
             raise _Failed()      # hypothesis replays its best example last: no need to run it again
         if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
-            return               # out of shrinking time: no further candidate counts
+            raise _OutOfTime()
         found.examples += 1
         findings, error = attempt(doc)
         failed = [f for f in findings if not f.passed]
@@ -98,7 +103,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         warnings.simplefilter("ignore", HypothesisWarning)
         try:
             test()
-        except _Failed:
+        except (_Failed, _OutOfTime):
             pass
         except Exception:
             if found.doc is None:
