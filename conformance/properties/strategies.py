@@ -13,9 +13,9 @@ from conformance.wire import errors
 
 _TRICKY = ["é", "e\u0301", "😀", "👍🏽", "漢字", "ש", "\u200b", " ", "\n", "\t", "a", "Z", "0", "<", "-"]
 
-def _joined(pieces: list[str], max_size: int):
+def _joined(pieces: list[str], max_size: int, min_size: int = 0):
     """Strings made of pieces that may be several code points each (a combining mark, a skin tone)."""
-    return st.lists(st.sampled_from(pieces), max_size=max_size).map("".join)
+    return st.lists(st.sampled_from(pieces), min_size=min_size, max_size=max_size).map("".join)
 
 
 short_texts = st.one_of(
@@ -66,7 +66,7 @@ messages = st.one_of(
     st.builds(lambda t: {"role": "assistant", "content": [{"text": t}, {"tool_use": {"id": "c1", "name": "ls", "arguments": {}}}]},
               short_texts),
 )
-histories = st.lists(messages, max_size=4)
+histories = st.lists(messages, max_size=6)
 
 # --- kernel scenarios -----------------------------------------------------------------
 
@@ -97,7 +97,7 @@ def call_errors(draw) -> dict:
 @st.composite
 def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
     """What one provider does on one turn: conform, or break a rule."""
-    kind = draw(st.sampled_from(["append"] * 4 + ["error"] * 3 + ["edit"] * 3 + [
+    kind = draw(st.sampled_from(["append"] * 4 + ["error"] * 3 + ["edit"] * 4 + [
         "keep", "drop", "reorder", "delta", "prepend", "insert", "impersonate", "hang", "rewrite"]))
     own = lambda n=2: draw(st.lists(sections(), min_size=1, max_size=n))
     if kind == "append":
@@ -113,7 +113,7 @@ def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
         value = {"text": draw(short_texts), "label": draw(labels), "tokens": draw(st.integers(0, 99)),
                  "truncated": True, "stability": draw(stabilities),
                  "provider": draw(st.sampled_from(others or [name]))}[field]
-        return {"edit": [{"index": draw(st.integers(0, 1)), field: value}], "append": own()}
+        return {"edit": [{"index": draw(st.sampled_from([0, 0, 1])), field: value}], "append": own()}
     if kind == "drop":
         return {"drop": [draw(st.integers(0, 3))], "append": own()}
     if kind == "reorder":
@@ -170,7 +170,7 @@ def kernel_scenarios(draw) -> dict:
 
 # Prior chains as a kernel sends them: well-formed sections of other providers, often with
 # decomposed characters and long lines that a careless provider might normalize or trim.
-_decomposed = _joined(["e\u0301", "a\u0308", "o", " ", "ß", "\u00e9", "  "], 80)
+_decomposed = _joined(["e\u0301", "a\u0308", "o", " ", "ß", "\u00e9", "  "], 80, min_size=30)
 prior_chains = st.lists(st.builds(lambda spec, text: {**spec, "provider": "other-provider",
                                                      "content": [{"text": text}, *spec["content"][1:]]},
                                   sections(allow_faults=False), st.one_of(short_texts, _decomposed)), max_size=4)

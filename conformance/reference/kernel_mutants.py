@@ -597,15 +597,15 @@ class SortsLongChains(ReferenceKernel):
 
 
 @mutant("K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", property_only=True)
-class TrustsFiguresBeyondTwoSections(ReferenceKernel):
-    """Recounts the first two sections of a reply but trusts the stated figure of any further ones."""
+class TrustsFiguresAfterFirstSection(ReferenceKernel):
+    """Recounts the first section of a reply but trusts the stated figure of any further ones."""
 
     def over_budget(self, sections, budget, model, call):
-        return sum(self.count(s["content"], model, call) if i < 2 else s["tokens"]
+        return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
                    for i, s in enumerate(sections)) > budget
 
 
-@mutant("K-SCOPE-DISCARD", property_only=True)
+@mutant("K-SCOPE-DISCARD", "K-SCOPE-LOG", property_only=True)
 class ScopeIgnoresFlags(ReferenceKernel):
     """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated flags."""
 
