@@ -22,6 +22,8 @@ from pathlib import Path
 from conformance import __version__, catalog as catalog_mod, coverage, manifest as manifest_mod, paths
 from conformance import vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
+from conformance.bindings.grpc_kernel import GrpcKernelBinding
+from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
@@ -61,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     target = kernel.add_mutually_exclusive_group()
     target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process kernel object (python binding)")
     target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-kernel/1 on stdin/stdout")
+    target.add_argument("--grpc", metavar="ADDR", help="a running ctxconf.harness.v1.KernelHarness (gRPC binding)")
+    target.add_argument("--grpc-cmd", metavar="CMD", help="launch a KernelHarness server; it listens on $CTXCONF_LISTEN")
     _run_options(kernel)
     kernel.set_defaults(func=_kernel)
 
@@ -69,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
     target = provider.add_mutually_exclusive_group()
     target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process provider object (python binding)")
     target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-provider/1 on stdin/stdout")
+    target.add_argument("--grpc", metavar="ADDR", help="a running provider's ContextService (with --callback)")
+    target.add_argument("--grpc-cmd", metavar="CMD", help="launch a provider; it listens on $CTXCONF_LISTEN and "
+                        "finds the suite's KernelCallbackService at $CTXCONF_KERNEL_CALLBACK")
+    provider.add_argument("--callback", metavar="ADDR", help="with --grpc: where the suite serves KernelCallbackService")
     provider.add_argument("--manifest", type=Path, metavar="FILE",
                           help="how to configure the provider against fixture files (required with a target)")
     _run_options(provider)
@@ -151,7 +159,7 @@ def _kernel(args: argparse.Namespace) -> int:
 
 def _provider(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
-    if (args.python or args.stdio) and not args.manifest:
+    if _has_target(args) and not args.manifest:
         raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
     manifest = manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
     selected = _select(vectors_mod.load_dir("provider", catalog, args.vectors), args.filter)
@@ -187,7 +195,7 @@ def _replay(args: argparse.Namespace) -> int:
         if role == "kernel":
             name, opener = _opener(args, KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, Path(workdir))
         else:
-            if (args.python or args.stdio) and not args.manifest:
+            if _has_target(args) and not args.manifest:
                 raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
             manifest = manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
             name, opener = _opener(args, PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, Path(workdir))
@@ -212,8 +220,17 @@ def _selftest(args: argparse.Namespace) -> int:
     return 1 if any(o.problem for o in outcomes) else 0
 
 
+def _has_target(args: argparse.Namespace) -> bool:
+    return any(getattr(args, name, None) for name in ("python", "stdio", "grpc", "grpc_cmd", "plugin"))
+
+
 def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
     """The binding's name and a function opening a fresh binding to the target."""
+    if getattr(args, "grpc", None) or getattr(args, "grpc_cmd", None):
+        if protocol == KERNEL_PROTOCOL:
+            return "grpc", lambda: GrpcKernelBinding(workdir, args.timeout, args.grpc, args.grpc_cmd, tuple(args.env))
+        return "grpc", lambda: GrpcProviderBinding(workdir, args.timeout, args.grpc, args.grpc_cmd,
+                                                   getattr(args, "callback", None), tuple(args.env))
     if args.stdio:
         return "stdio", lambda: StdioBinding(args.stdio, protocol, schema, workdir, args.timeout, tuple(args.env))
     target = args.python or reference

@@ -29,7 +29,12 @@ class CallFailed(Exception):
 
 class Hang(Exception):
     """The callee never answers. A binding that cannot hold a call open answers
-    DEADLINE_EXCEEDED instead, as the caller's transport would after its deadline."""
+    DEADLINE_EXCEEDED instead, as the caller's transport would after its deadline.
+    One that can (gRPC) holds it, and notes after how long the caller gave up."""
+
+    def __init__(self) -> None:
+        super().__init__("the callee never answers")
+        self.abandoned_after: float | None = None  # seconds, when the caller gave up on a held call
 
 
 def deadline_exceeded() -> CallFailed:

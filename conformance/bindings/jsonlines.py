@@ -97,7 +97,7 @@ class JsonLinesProcess:
             self.process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
             self.process.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
-            raise HarnessError(self._died("closed its stdin")) from None
+            raise HarnessError(self.died("closed its stdin")) from None
 
     def receive(self, timeout: float | None = None) -> dict:
         wait = self.timeout if timeout is None else timeout
@@ -106,7 +106,7 @@ class JsonLinesProcess:
         except queue.Empty:
             raise HarnessError(f"no answer within {wait:g}s (the per-call timeout; --timeout sets it)") from None
         if raw is _EOF:
-            raise HarnessError(self._died("closed its stdout"))
+            raise HarnessError(self.died("closed its stdout"))
         try:
             message = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -116,7 +116,7 @@ class JsonLinesProcess:
             raise HarnessError(f"wrote a JSON line that is not an object: {raw[:200]!r}")
         return message
 
-    def _died(self, what: str) -> str:
+    def died(self, what: str) -> str:
         code = self.process.poll() if self.process else None
         if code is None and self.process:
             try:

@@ -268,6 +268,9 @@ class TurnCheck:
             judgment = judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"})
             if self.real_transport:
                 judgment.blame = "K-TIMEOUT"
+                waited = call.hang.abandoned_after
+                self.add("K-TIMEOUT", waited is not None, "the kernel never gave up on a Contribute that did not "
+                         "answer; the suite stopped waiting", self.at(call))
         elif call.error is not None:
             judgment = judge_failure(fake.name, prior, call.error)
         else:

@@ -23,8 +23,12 @@ class CallRecord:
     request: dict                # canonical form when it parsed
     result: dict | None = None
     error: dict | None = None    # CallFailed.to_json() of the answer
-    hung: bool = False
+    hang: Hang | None = None     # set when the provider was scripted never to answer
     overlapped: bool = False     # another callback was still in flight
+
+    @property
+    def hung(self) -> bool:
+        return self.hang is not None
 
 
 @dataclass
@@ -77,8 +81,8 @@ class _Recorder:
         try:
             record.result = self.fakes.answer(call, provider, record.request)
             return record.result
-        except Hang:
-            record.hung = True
+        except Hang as hang:
+            record.hang = hang
             raise
         except CallFailed as failure:
             record.error = failure.to_json()

@@ -162,7 +162,7 @@ def kernel_scenarios(draw) -> dict:
         "new_messages": draw(histories)}} for i in range(turns)]
     return {"id": "kernel/property/generated", "title": "A generated scenario",
             "requirements": [], "setup": {"models": model_list, "primary_model": ids[0],
-                                           "fallback_models": ids[1:], "providers": providers},
+                                           "fallback_models": ids[1:], "hook_timeout_ms": 300, "providers": providers},
             "turns": turn_docs + count_turns}
 
 

@@ -54,6 +54,7 @@ def parse(type_name: str, data: Any) -> ProtoMessage:
 
 
 def to_json(message: ProtoMessage) -> dict:
+    """The canonical JSON form of any protobuf message."""
     return json_format.MessageToDict(
         message,
         always_print_fields_with_no_presence=True,

@@ -20,7 +20,7 @@ from pathlib import Path
 PROTO_ROOT = Path(__file__).resolve().parent
 OUT = PROTO_ROOT.parent.parent / "conformance" / "wire" / "pb"
 PACKAGE = "conformance.wire.pb"
-_IMPORT = re.compile(r"^from (pluggableharness|ctxconf)(\.[\w.]+)? import", re.M)
+_IMPORT = re.compile(r"^from (pluggableharness|ctxconf|plugin)(\.[\w.]+)? import", re.M)
 
 
 def generate(out: Path) -> None:
@@ -37,13 +37,16 @@ def generate(out: Path) -> None:
         text = _IMPORT.sub(lambda m: f"from {PACKAGE}.{m.group(1)}{m.group(2) or ''} import",
                            path.read_text())
         path.write_text(text)
-    for folder in [out, *[p for p in out.rglob("*") if p.is_dir()]]:
+    for folder in [out, *[p for p in out.rglob("*") if p.is_dir() and p.name != "__pycache__"]]:
         (folder / "__init__.py").touch()
 
 
+def _sources(folder: Path) -> set[Path]:
+    return {p.relative_to(folder) for p in folder.rglob("*.py") if "__pycache__" not in p.parts}
+
+
 def stale_files(current: Path, fresh: Path) -> list[str]:
-    names = {p.relative_to(fresh) for p in fresh.rglob("*.py")}
-    names |= {p.relative_to(current) for p in current.rglob("*.py")}
+    names = _sources(fresh) | _sources(current)
     return sorted(str(n) for n in names
                   if not (current / n).exists() or not (fresh / n).exists()
                   or not filecmp.cmp(current / n, fresh / n, shallow=False))

@@ -1,0 +1,127 @@
+"""The gRPC bindings for providers: the suite dials the provider's real
+pluggableharness.context.v1.ContextService and serves
+pluggableharness.kernel.v1.KernelCallbackService back to it (CountTokens; every
+other method answers UNIMPLEMENTED, as grpc does for undeclared methods).
+
+    --grpc ADDR --callback ADDR   dial a running provider; the suite serves the callback at ADDR
+    --grpc-cmd CMD                launch one: it listens on $CTXCONF_LISTEN and finds the
+                                  callback service at $CTXCONF_KERNEL_CALLBACK
+
+The go-plugin launch (go_plugin.py) reuses this binding once connected.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+from google.protobuf import json_format
+
+from conformance.bindings.base import CallFailed, HarnessError, OnCallback, no_callbacks
+from conformance.bindings.grpc_wire import SocketDir, abort, failure_from, server, start, wait_ready
+from conformance.bindings.jsonlines import JsonLinesProcess
+from conformance.wire import forms
+from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
+from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb2_grpc
+
+LISTEN_ENV, CALLBACK_ENV = "CTXCONF_LISTEN", "CTXCONF_KERNEL_CALLBACK"
+_OPS = {"get_capabilities": ("GetCapabilities", context_pb2.GetCapabilitiesRequest),
+        "configure": ("Configure", context_pb2.ConfigureRequest),
+        "contribute": ("Contribute", context_pb2.ContextRequest),
+        "describe": ("Describe", context_pb2.DescribeRequest)}
+
+
+class _KernelCallbacks(kernel_pb2_grpc.KernelCallbackServiceServicer):
+    """The suite's side of the callback channel; answers through the current op's on_callback."""
+
+    def __init__(self) -> None:
+        self.on_callback: OnCallback = no_callbacks
+
+    def CountTokens(self, request, context):
+        try:
+            return json_format.ParseDict(self.on_callback("CountTokens", None, forms.to_json(request)),
+                                         kernel_pb2.CountTokensResult())
+        except CallFailed as failure:
+            abort(context, failure)
+
+
+class GrpcProviderBinding:
+    name = "grpc"
+
+    def __init__(self, workdir: Path, timeout: float, address: str | None = None, command: str | None = None,
+                 callback: str | None = None, env_extra: tuple[str, ...] = ()):
+        self.sockets = SocketDir(workdir)
+        self.address = address or self.sockets.address("provider")
+        self.callback_address = callback or self.sockets.address("kernel-callback")
+        self.process = JsonLinesProcess(command, workdir, timeout, env_extra,
+                                        {LISTEN_ENV: self.address, CALLBACK_ENV: self.callback_address}) \
+            if command else None
+        self.timeout = timeout
+        self.callbacks = _KernelCallbacks()
+        self.callback_server: grpc.Server | None = None
+        self.channel: grpc.Channel | None = None
+        self.stub: context_pb2_grpc.ContextServiceStub | None = None
+        self.features: tuple[str, ...] = ("reload", "real_transport")
+        self.implementation: dict = {}
+        self.broken = False
+
+    def serve_callbacks(self, address: str) -> None:
+        self.callback_server = server()
+        kernel_pb2_grpc.add_KernelCallbackServiceServicer_to_server(self.callbacks, self.callback_server)
+        start(self.callback_server, address)
+
+    def start(self) -> dict:
+        self.serve_callbacks(self.callback_address)
+        if self.process:
+            self.process.start()
+        self.connect(self.address)
+        return self.hello()
+
+    def connect(self, address: str) -> None:
+        self.channel = grpc.insecure_channel(address)
+        wait_ready(self.channel, self.timeout, f"the provider at {address}")
+        self.stub = context_pb2_grpc.ContextServiceStub(self.channel)
+
+    def hello(self) -> dict:
+        """gRPC has no hello: the provider's Describe says who it is."""
+        try:
+            producer = self.request("describe", {}).get("producer", {})
+        except CallFailed:
+            producer = {}
+        self.implementation = {"name": producer.get("name") or "unknown provider",
+                               "version": producer.get("version", ""), "language": "unknown (gRPC)"}
+        return {"implementation": self.implementation, "features": list(self.features)}
+
+    def request(self, op: str, fields: dict, on_callback: OnCallback = no_callbacks) -> dict:
+        if self.broken:
+            raise HarnessError("the implementation is no longer usable after an earlier error")
+        if op in ("hello", "stop"):
+            return {}
+        method, message = _OPS[op]
+        payload = fields.get("request", {"config": fields["config"]} if op == "configure" else {})
+        self.callbacks.on_callback = on_callback
+        try:
+            reply = getattr(self.stub, method)(json_format.ParseDict(payload, message()), timeout=self.timeout)
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                self.broken = True
+                raise HarnessError(f"{method} did not answer within {self.timeout:g}s (the per-call timeout)") from None
+            if error.code() == grpc.StatusCode.UNAVAILABLE and self.process is not None and not self.process.alive:
+                self.broken = True
+                raise HarnessError(self.process.died("went away")) from None
+            raise failure_from(error) from None
+        finally:
+            self.callbacks.on_callback = no_callbacks
+        return forms.to_json(reply)
+
+    def stderr(self) -> str:
+        return self.process.stderr() if self.process else ""
+
+    def close(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+        if self.process:
+            self.process.close(grace=0.0 if self.broken else 2.0)
+        if self.callback_server is not None:
+            self.callback_server.stop(grace=None)
+        self.sockets.remove()
