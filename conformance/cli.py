@@ -22,6 +22,7 @@ from pathlib import Path
 from conformance import __version__, catalog as catalog_mod, coverage, manifest as manifest_mod, paths
 from conformance import vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
+from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding, parse_cookie
 from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.python import PythonBinding
@@ -76,7 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--grpc", metavar="ADDR", help="a running provider's ContextService (with --callback)")
     target.add_argument("--grpc-cmd", metavar="CMD", help="launch a provider; it listens on $CTXCONF_LISTEN and "
                         "finds the suite's KernelCallbackService at $CTXCONF_KERNEL_CALLBACK")
+    target.add_argument("--plugin", metavar="CMD", help="launch a plugin binary as a hashicorp/go-plugin host does")
     provider.add_argument("--callback", metavar="ADDR", help="with --grpc: where the suite serves KernelCallbackService")
+    provider.add_argument("--cookie", metavar="KEY=VALUE", help="with --plugin: the magic cookie the plugin expects "
+                          "(default: the pluggableharness kernel's)")
+    provider.add_argument("--handshake-timeout", type=float, default=60.0, metavar="SECONDS",
+                          help="with --plugin: how long to wait for the handshake line (default: 60)")
     provider.add_argument("--manifest", type=Path, metavar="FILE",
                           help="how to configure the provider against fixture files (required with a target)")
     _run_options(provider)
@@ -226,6 +232,10 @@ def _has_target(args: argparse.Namespace) -> bool:
 
 def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
     """The binding's name and a function opening a fresh binding to the target."""
+    if getattr(args, "plugin", None):
+        cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
+        return "go-plugin", lambda: GoPluginBinding(args.plugin, cookie, workdir, args.timeout,
+                                                    args.handshake_timeout, tuple(args.env))
     if getattr(args, "grpc", None) or getattr(args, "grpc_cmd", None):
         if protocol == KERNEL_PROTOCOL:
             return "grpc", lambda: GrpcKernelBinding(workdir, args.timeout, args.grpc, args.grpc_cmd, tuple(args.env))

@@ -99,6 +99,14 @@ class JsonLinesProcess:
         except (BrokenPipeError, ValueError, OSError):
             raise HarnessError(self.died("closed its stdin")) from None
 
+    def receive_line(self, timeout: float) -> str | None:
+        """One raw line of output (None at end of output), for protocols that are not JSON lines."""
+        try:
+            raw = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise HarnessError(f"no output within {timeout:g}s") from None
+        return None if raw is _EOF else raw.decode("utf-8", "replace").rstrip("\r\n")
+
     def receive(self, timeout: float | None = None) -> dict:
         wait = self.timeout if timeout is None else timeout
         try:

@@ -1,0 +1,124 @@
+"""Launching a real plugin binary as a hashicorp/go-plugin host does
+(WIRE.md): the cookie and protocol environment, the handshake line, a unix
+socket, no AutoMTLS, the kernel callback service offered on broker ID 1,
+stdio drained, and GRPCController/Shutdown before a kill.
+
+    ctxconf provider --plugin ./my-plugin --cookie KEY=VALUE --manifest manifest.yaml
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from pathlib import Path
+
+import grpc
+from google.protobuf import empty_pb2
+
+from conformance.bindings.base import HarnessError, LaunchError
+from conformance.bindings.grpc_provider import GrpcProviderBinding
+from conformance.bindings.jsonlines import JsonLinesProcess
+from conformance.wire.pb.plugin import plugin_pb2, plugin_pb2_grpc
+
+# The upstream kernel's constants (pkg/common of pluggableharness/agent).
+DEFAULT_COOKIE = ("PLUGGABLEHARNESS_AGENT_PLUGIN", "pluggableharness-agent-v1-a6f3c9d2-plugin-handshake")
+PROTOCOL_VERSION = "1"
+CALLBACK_BROKER_ID = 1
+
+
+def parse_cookie(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise LaunchError(f"--cookie expects KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def parse_handshake(line: str) -> str:
+    """The gRPC target named by a go-plugin handshake line, or a clear complaint."""
+    parts = line.split("|")
+    if len(parts) not in (5, 6):
+        raise HarnessError(f"malformed handshake line {line[:120]!r}: expected CORE|APP|NETWORK|ADDRESS|PROTOCOL")
+    core, app, network, address, protocol = parts[:5]
+    if core != "1":
+        raise HarnessError(f"handshake core protocol version {core!r}; go-plugin speaks 1")
+    if app != PROTOCOL_VERSION:
+        raise HarnessError(f"handshake app protocol version {app!r}; the host offered {PROTOCOL_VERSION}")
+    if protocol != "grpc":
+        raise HarnessError(f"handshake protocol {protocol!r}; context providers speak grpc")
+    if len(parts) == 6 and parts[5]:
+        raise HarnessError("the plugin sent a server certificate (AutoMTLS); the suite runs without it")
+    if network == "unix":
+        return f"unix:{address}"
+    if network == "tcp":
+        return address
+    raise HarnessError(f"handshake network {network!r}; expected unix or tcp")
+
+
+def _consume(stream) -> None:
+    """Read what the plugin sends on the broker stream (knock acks) until it closes."""
+    try:
+        for _ in stream:
+            pass
+    except grpc.RpcError:
+        pass
+
+
+class GoPluginBinding(GrpcProviderBinding):
+    name = "go-plugin"
+
+    def __init__(self, command: str, cookie: tuple[str, str], workdir: Path, timeout: float,
+                 handshake_timeout: float = 60.0, env_extra: tuple[str, ...] = ()):
+        super().__init__(workdir, timeout)
+        self.handshake_timeout = handshake_timeout
+        plugin_env = {cookie[0]: cookie[1], "PLUGIN_PROTOCOL_VERSIONS": PROTOCOL_VERSION,
+                      "PLUGIN_MIN_PORT": "10000", "PLUGIN_MAX_PORT": "25000",
+                      "PLUGIN_UNIX_SOCKET_DIR": str(self.sockets.path)}
+        self.process = JsonLinesProcess(command, workdir, timeout, env_extra, plugin_env)
+        self.broker_outbox: queue.Queue = queue.Queue()
+        self.stdio: list[bytes] = []
+
+    def start(self) -> dict:
+        self.serve_callbacks(self.callback_address)
+        self.process.start()
+        self.connect(parse_handshake(self._handshake_line()))
+        self._offer_callback_channel()
+        threading.Thread(target=self._drain_stdio, daemon=True).start()
+        return self.hello()
+
+    def _handshake_line(self) -> str:
+        try:
+            line = self.process.receive_line(self.handshake_timeout)
+        except HarnessError:
+            raise HarnessError(f"the plugin printed no handshake line within {self.handshake_timeout:g}s "
+                               "(--handshake-timeout sets it)") from None
+        if line is None:
+            raise HarnessError(self.process.died("ended before its handshake"))
+        return line
+
+    def _offer_callback_channel(self) -> None:
+        """The host side of broker.AcceptAndServe(1, ...): announce where KernelCallbackService listens."""
+        address = self.callback_address.removeprefix("unix:")
+        self.broker_outbox.put(plugin_pb2.ConnInfo(service_id=CALLBACK_BROKER_ID, network="unix", address=address))
+        stream = plugin_pb2_grpc.GRPCBrokerStub(self.channel).StartStream(iter(self.broker_outbox.get, None))
+        threading.Thread(target=_consume, args=(stream,), daemon=True).start()
+
+    def _drain_stdio(self) -> None:
+        try:
+            for chunk in plugin_pb2_grpc.GRPCStdioStub(self.channel).StreamStdio(empty_pb2.Empty()):
+                self.stdio.append(chunk.data)
+        except grpc.RpcError:
+            pass  # the stream ends with the plugin, or the plugin does not offer it
+
+    def stderr(self) -> str:
+        relayed = b"".join(self.stdio).decode("utf-8", "replace")
+        return "\n".join(part for part in (self.process.stderr(), relayed) if part)
+
+    def close(self) -> None:
+        """GRPCController/Shutdown, a short wait, then the kill the base class does."""
+        if self.channel is not None and self.process.alive:
+            try:
+                plugin_pb2_grpc.GRPCControllerStub(self.channel).Shutdown(plugin_pb2.Empty(), timeout=2)
+            except grpc.RpcError:
+                pass
+        self.broker_outbox.put(None)
+        super().close()
