@@ -10,6 +10,7 @@ any survivor and any testable requirement no mutant exercises.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from conformance import catalog as catalog_mod, manifest as manifest_mod, paths, vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL
+from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.python import PythonBinding
 from conformance.engine import kernel_run, provider_run
 from conformance.engine.connection import Connection
@@ -39,6 +41,7 @@ class Subject:
     breaks: tuple[str, ...] = ()
     also: tuple[str, ...] = ()
     property_only: bool = False
+    grpc_command: str = ""     # certified over the gRPC binding instead (a deadline needs a real transport)
 
     @property
     def reference(self) -> bool:
@@ -89,6 +92,10 @@ def subjects() -> list[Subject]:
     found += [Subject(n, "kernel", c, "", c.breaks, c.also, c.property_only) for n, c in kernel_mutants.MUTANTS.items()]
     found += [Subject(n, "provider", c, c.manifest, c.breaks, c.also, c.property_only)
               for n, c in provider_mutants.MUTANTS.items()]
+    harness = f"{sys.executable} {paths.RUNNERS / 'python' / 'grpc_kernel_harness.py'} conformance.reference.kernel:create"
+    found += [Subject("ReferenceKernelOverGrpc", "kernel", None, grpc_command=harness),
+              Subject("HarnessWithoutDeadline", "kernel", None, breaks=("K-TIMEOUT",),
+                      grpc_command=harness + " --no-deadline")]
     return found
 
 
@@ -99,9 +106,9 @@ def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
     examples = PROPERTY_ONLY_EXAMPLES if subject.property_only else None
     run = PropertyRun(profile=profile, seed=seed, examples=examples, shrink=False)
     protocol = KERNEL_PROTOCOL if subject.role == "kernel" else PROVIDER_PROTOCOL
-    opener = lambda: PythonBinding(subject.name, protocol, 10.0, factory=subject.factory)
     outcome = Outcome(subject)
-    with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, Connection(opener) as connection:
+    with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
+            Connection(_opener(subject, protocol, Path(workdir))) as connection:
         vectors = vectors_mod.load_dir(subject.role, catalog)
         if subject.role == "kernel":
             cases = kernel_run.run_vectors(connection, vectors)
@@ -115,6 +122,12 @@ def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
     outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, prop] if c.error]
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def _opener(subject: Subject, protocol: str, workdir: Path):
+    if subject.grpc_command:
+        return lambda: GrpcKernelBinding(workdir, 5.0, command=subject.grpc_command)
+    return lambda: PythonBinding(subject.name, protocol, 10.0, factory=subject.factory)
 
 
 def _failed(cases: list[CaseResult]) -> set[str]:

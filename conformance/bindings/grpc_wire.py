@@ -9,7 +9,6 @@ which the upstream SDK sends instead, is recognized only to say so
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from concurrent import futures
@@ -20,7 +19,7 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from conformance.bindings.base import CallFailed, HarnessError
-from conformance.wire import errors, forms
+from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
 
 _DETAILS_KEY = "grpc-status-details-bin"
@@ -32,6 +31,8 @@ class SocketDir:
     """A private directory for unix sockets, removed with everything in it."""
 
     def __init__(self, parent: Path | None = None):
+        if parent is not None:
+            parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix="ctxconf-sock-", dir=str(parent) if parent else None))
 
     def address(self, name: str) -> str:
@@ -92,12 +93,3 @@ def abort(context: grpc.ServicerContext, failure: CallFailed) -> None:
     context.abort(code, failure.message)
 
 
-def category_code(category: str) -> str:
-    return errors.GRPC_CODE[category]
-
-
-def process_group_kill(pid: int) -> None:
-    try:
-        os.killpg(pid, 9)
-    except (ProcessLookupError, PermissionError):
-        pass

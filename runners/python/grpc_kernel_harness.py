@@ -34,13 +34,13 @@ CALLS = {"GetCapabilities": ("GetCapabilities", context_pb2.GetCapabilitiesReque
 class Remote:
     """The kernel's `call`: provider and tokenizer calls over gRPC."""
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, deadlines: bool = True):
         self.channels = []
         self.providers = {p["name"]: context_pb2_grpc.ContextServiceStub(self._channel(p["address"]))
                           for p in config["providers"]}
         self.tokenizer = harness_pb2_grpc.SuiteTokenizerStub(self._channel(config["tokenizer_address"])) \
             if config.get("tokenizer_address") else None
-        self.deadline = (config.get("hook_timeout_ms") or 10000) / 1000
+        self.deadline = (config.get("hook_timeout_ms") or 10000) / 1000 if deadlines else None
 
     def _channel(self, address: str) -> grpc.Channel:
         channel = grpc.insecure_channel(address)
@@ -65,8 +65,8 @@ class Remote:
 
 
 class Harness(harness_pb2_grpc.KernelHarnessServicer):
-    def __init__(self, kernel, stopped: threading.Event):
-        self.kernel, self.stopped, self.remote = kernel, stopped, None
+    def __init__(self, kernel, stopped: threading.Event, deadlines: bool = True):
+        self.kernel, self.stopped, self.remote, self.deadlines = kernel, stopped, None, deadlines
 
     def _run(self, op: str, fields: dict, response_type, context):
         try:
@@ -86,7 +86,7 @@ class Harness(harness_pb2_grpc.KernelHarnessServicer):
         config = forms.to_json(request.config)
         if self.remote:
             self.remote.close()
-        self.remote = Remote(config)
+        self.remote = Remote(config, self.deadlines)
         return self._run("load", {"config": config}, harness_pb2.LoadResponse, context)
 
     def Assemble(self, request, context):
@@ -104,10 +104,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("target", help="MODULE:FACTORY of the kernel object")
     parser.add_argument("--listen", default=os.environ.get("CTXCONF_LISTEN", "localhost:50151"))
+    parser.add_argument("--no-deadline", action="store_true",
+                        help="call providers without the hook deadline: a deliberately wrong harness (K-TIMEOUT)")
     args = parser.parse_args()
     module, _, factory = args.target.partition(":")
     stopped = threading.Event()
-    harness = Harness(getattr(importlib.import_module(module), factory)(), stopped)
+    harness = Harness(getattr(importlib.import_module(module), factory)(), stopped, deadlines=not args.no_deadline)
     grpc_server = server()
     harness_pb2_grpc.add_KernelHarnessServicer_to_server(harness, grpc_server)
     start(grpc_server, args.listen)

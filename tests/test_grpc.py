@@ -1,0 +1,127 @@
+"""The real wire: the same vectors and properties over gRPC and through a
+go-plugin launch; a provider written from WIRE.md alone interoperates; bad
+plugins get clear errors; nothing is left behind."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding
+from conformance.bindings.grpc_kernel import GrpcKernelBinding
+from conformance.bindings.grpc_provider import GrpcProviderBinding
+from conformance.engine import kernel_run, provider_run
+from conformance.engine.connection import Connection
+from conformance.properties.runner import PropertyRun, kernel_property
+from tests.conftest import MANIFESTS, ROOT, failed_requirements
+
+RUNNERS = ROOT / "runners" / "python"
+HARNESS = f"{sys.executable} {RUNNERS / 'grpc_kernel_harness.py'} conformance.reference.kernel:create"
+SERVER = f"{sys.executable} {RUNNERS / 'grpc_provider_server.py'}"
+PLUGIN = f"{sys.executable} {RUNNERS / 'go_plugin_provider.py'}"
+INDEPENDENT = ROOT / "tests" / "independent"
+
+
+def _clean(results):
+    problems = [(r.id, f.requirement, f.message) for r in results for f in r.failures()]
+    errors = [(r.id, r.error) for r in results if r.error]
+    assert not problems and not errors, (problems[:3], errors[:2])
+
+
+def _no_leftovers(workdir, pattern):
+    time.sleep(0.2)
+    assert not list(workdir.rglob("*.sock")), "socket files left behind"
+    assert subprocess.run(["pgrep", "-f", pattern], capture_output=True).stdout == b"", "processes left behind"
+
+
+def test_reference_kernel_over_grpc_with_real_deadlines(kernel_vectors, tmp_path):
+    with Connection(lambda: GrpcKernelBinding(tmp_path, 10.0, command=HARNESS)) as connection:
+        results = kernel_run.run_vectors(connection, kernel_vectors)
+        results.append(kernel_property(connection, PropertyRun(profile="ci")))
+    _clean(results)
+    timeout_case = next(r for r in results if r.id == "kernel/errors/deadline-enforced")
+    assert timeout_case.status == "pass", "over gRPC the kernel's own deadline is exercised, not skipped"
+    _no_leftovers(tmp_path, "grpc_kernel_harness.py")
+
+
+def test_a_harness_without_deadlines_fails_k_timeout(kernel_vectors, tmp_path):
+    cases = [v for v in kernel_vectors if v.id.startswith("kernel/errors/")]
+    with Connection(lambda: GrpcKernelBinding(tmp_path, 5.0, command=HARNESS + " --no-deadline")) as connection:
+        results = kernel_run.run_vectors(connection, cases)
+    assert failed_requirements(results) == {"K-TIMEOUT"}
+    _no_leftovers(tmp_path, "grpc_kernel_harness.py")
+
+
+def test_dialing_a_running_kernel_harness(kernel_vectors, tmp_path):
+    address = f"unix:{tmp_path / 'harness.sock'}"
+    process = subprocess.Popen([*HARNESS.split(), "--listen", address])
+    try:
+        with Connection(lambda: GrpcKernelBinding(tmp_path / "run", 10.0, address=address)) as connection:
+            _clean(kernel_run.run_vectors(connection, kernel_vectors[:10]))
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("name", ["filereader", "compactor"])
+def test_reference_providers_over_grpc(name, provider_vectors, tmp_path):
+    from conformance import manifest as manifest_mod
+    manifest = manifest_mod.load(MANIFESTS / f"{name}.yaml")
+    command = f"{SERVER} conformance.reference.{name}:create"
+    with Connection(lambda: GrpcProviderBinding(tmp_path, 10.0, command=command)) as connection:
+        _clean(provider_run.run_vectors(connection, provider_vectors, manifest, tmp_path / "cases"))
+    _no_leftovers(tmp_path, "grpc_provider_server.py")
+
+
+@pytest.mark.parametrize("name", ["filereader", "compactor"])
+def test_reference_providers_launched_as_go_plugins(name, provider_vectors, tmp_path):
+    from conformance import manifest as manifest_mod
+    manifest = manifest_mod.load(MANIFESTS / f"{name}.yaml")
+    command = f"{PLUGIN} conformance.reference.{name}:create"
+    with Connection(lambda: GoPluginBinding(command, DEFAULT_COOKIE, tmp_path, 10.0)) as connection:
+        results = provider_run.run_vectors(connection, provider_vectors, manifest, tmp_path / "cases")
+        assert connection.current.name == "go-plugin"
+    _clean(results)
+    _no_leftovers(tmp_path, "go_plugin_provider.py")
+
+
+def test_a_provider_built_only_from_wire_md_interoperates(provider_vectors, tmp_path):
+    from conformance import manifest as manifest_mod
+    manifest = manifest_mod.load(INDEPENDENT / "manifest.yaml")
+    command = f"{sys.executable} {INDEPENDENT / 'server.py'}"
+    with Connection(lambda: GrpcProviderBinding(tmp_path, 20.0, command=command)) as connection:
+        results = provider_run.run_vectors(connection, provider_vectors, manifest, tmp_path / "cases")
+    _clean(results)
+    assert sum(r.status == "pass" for r in results) >= 8, "the generic cases ran against it"
+    _no_leftovers(tmp_path, "independent/server.py")
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("silent", "no handshake line within 1s"),
+    ("malformed", "malformed handshake line"),
+    ("exit", "ended before its handshake"),
+    ("netrpc", "protocol 'netrpc'"),
+    ("mtls", "AutoMTLS"),
+    ("wrong-version", "app protocol version '7'"),
+])
+def test_a_broken_plugin_gets_a_clear_error_in_time(mode, message, provider_vectors, tmp_path):
+    from conformance import manifest as manifest_mod
+    manifest = manifest_mod.load(MANIFESTS / "filereader.yaml")
+    command = f"{sys.executable} {ROOT / 'tests' / 'shims' / 'bad_plugin.py'} {mode}"
+    started = time.monotonic()
+    with Connection(lambda: GoPluginBinding(command, DEFAULT_COOKIE, tmp_path, 5.0, handshake_timeout=1.0)) as c:
+        results = provider_run.run_vectors(c, provider_vectors[:2], manifest, tmp_path / "cases")
+    assert all(r.status == "error" and message in r.error for r in results), results[0].error
+    assert time.monotonic() - started < 15
+    _no_leftovers(tmp_path, "bad_plugin.py")
+
+
+def test_a_plugin_refuses_to_run_without_its_cookie(provider_vectors, tmp_path):
+    from conformance import manifest as manifest_mod
+    manifest = manifest_mod.load(MANIFESTS / "filereader.yaml")
+    command = f"{PLUGIN} conformance.reference.filereader:create"
+    with Connection(lambda: GoPluginBinding(command, ("PLUGGABLEHARNESS_AGENT_PLUGIN", "wrong"), tmp_path, 5.0,
+                                            handshake_timeout=5.0)) as connection:
+        [result] = provider_run.run_vectors(connection, provider_vectors[:1], manifest, tmp_path / "cases")
+    assert result.status == "error" and "This binary is a plugin" in result.error
