@@ -50,7 +50,10 @@ def field_path(error: jsonschema.ValidationError) -> str:
 
 def problems(ref: str, data: Any) -> list[tuple[str, str]]:
     """(field path, message) for every way `data` breaks the schema, most relevant first."""
-    errors = sorted(validator(ref).iter_errors(data), key=jsonschema.exceptions.relevance)
+    check_with = validator(ref)
+    if check_with.is_valid(data):  # the common case, and much cheaper than collecting errors
+        return []
+    errors = sorted(check_with.iter_errors(data), key=jsonschema.exceptions.relevance)
     return [(field_path(_deepest(e)), _deepest(e).message) for e in errors]
 
 

@@ -80,7 +80,9 @@ class GoPluginBinding(GrpcProviderBinding):
     def start(self) -> dict:
         self.serve_callbacks(self.callback_address)
         self.process.start()
-        self.connect(parse_handshake(self._handshake_line()))
+        target = parse_handshake(self._handshake_line())
+        self.process.drain_stdout()  # after the handshake, stdout is only the plugin's chatter
+        self.connect(target)
         self._offer_callback_channel()
         threading.Thread(target=self._drain_stdio, daemon=True).start()
         return self.hello()

@@ -115,6 +115,7 @@ class GrpcKernelBinding:
     def start(self) -> dict:
         if self.process:
             self.process.start()
+            self.process.drain_stdout()
         self.channel = grpc.insecure_channel(self.address)
         wait_ready(self.channel, self.timeout, f"the kernel harness at {self.address}")
         self.stub = harness_pb2_grpc.KernelHarnessStub(self.channel)

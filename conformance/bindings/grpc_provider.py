@@ -74,6 +74,7 @@ class GrpcProviderBinding:
         self.serve_callbacks(self.callback_address)
         if self.process:
             self.process.start()
+            self.process.drain_stdout()
         self.connect(self.address)
         return self.hello()
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 import collections
 import json
 import os
-import queue
+import select
 import shlex
 import shutil
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from conformance.bindings.base import HarnessError, LaunchError
 
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV",
                  "PYTHONPATH", "GOCACHE", "GOPATH")
-_EOF = object()
 
 
 def resolve_command(command: str, cwd: Path | None = None) -> list[str]:
@@ -52,6 +52,10 @@ def child_env(workdir: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
 
 
 class JsonLinesProcess:
+    """The child and its pipes. Its stdout is read in the caller's thread, a line
+    at a time with a deadline (no thread hand-off on the hot path); a child that
+    is not spoken to in lines after start-up gets drain_stdout() instead."""
+
     def __init__(self, command: str, workdir: Path, timeout: float, env_extra: tuple[str, ...] = (),
                  extra_env: dict[str, str] | None = None):
         self.args = resolve_command(command)
@@ -60,7 +64,8 @@ class JsonLinesProcess:
         self.timeout = timeout
         self.env = {**child_env(workdir, env_extra), **(extra_env or {})}
         self.process: subprocess.Popen | None = None
-        self._lines: queue.Queue = queue.Queue()
+        self._buffer = bytearray()
+        self._eof = False
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
 
     def start(self) -> None:
@@ -70,19 +75,50 @@ class JsonLinesProcess:
                 cwd=self.workdir, env=self.env, start_new_session=True)
         except OSError as exc:
             raise LaunchError(f"cannot start {self.command!r}: {exc.strerror}") from None
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        os.set_blocking(self.process.stdout.fileno(), False)
         threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    def _read_stdout(self) -> None:
-        assert self.process and self.process.stdout
-        for raw in self.process.stdout:
-            self._lines.put(raw)
-        self._lines.put(_EOF)
 
     def _read_stderr(self) -> None:
         assert self.process and self.process.stderr
         for raw in self.process.stderr:
             self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def drain_stdout(self) -> None:
+        """Keep reading stdout in the background so the child never blocks on a full pipe."""
+        def drain() -> None:
+            while self._read_line(None) is not None:
+                pass
+        threading.Thread(target=drain, daemon=True).start()
+
+    def _read_line(self, timeout: float | None) -> bytes | None:
+        """One line of stdout without its newline; None at end of output; TimeoutError when none comes in time."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fd = self.process.stdout.fileno()
+        while True:
+            cut = self._buffer.find(b"\n")
+            if cut >= 0:
+                line = bytes(self._buffer[:cut])
+                del self._buffer[:cut + 1]
+                return line
+            if self._eof:
+                return None
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                raise TimeoutError
+            readable, _, _ = select.select([fd], [], [], wait)
+            if not readable:
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+                if self._buffer:  # a last line without its newline
+                    line, self._buffer = bytes(self._buffer), bytearray()
+                    return line
 
     def stderr(self) -> str:
         return "\n".join(self._stderr)
@@ -102,18 +138,18 @@ class JsonLinesProcess:
     def receive_line(self, timeout: float) -> str | None:
         """One raw line of output (None at end of output), for protocols that are not JSON lines."""
         try:
-            raw = self._lines.get(timeout=timeout)
-        except queue.Empty:
+            raw = self._read_line(timeout)
+        except TimeoutError:
             raise HarnessError(f"no output within {timeout:g}s") from None
-        return None if raw is _EOF else raw.decode("utf-8", "replace").rstrip("\r\n")
+        return None if raw is None else raw.decode("utf-8", "replace").rstrip("\r")
 
     def receive(self, timeout: float | None = None) -> dict:
         wait = self.timeout if timeout is None else timeout
         try:
-            raw = self._lines.get(timeout=wait)
-        except queue.Empty:
+            raw = self._read_line(wait)
+        except TimeoutError:
             raise HarnessError(f"no answer within {wait:g}s (the per-call timeout; --timeout sets it)") from None
-        if raw is _EOF:
+        if raw is None:
             raise HarnessError(self.died("closed its stdout"))
         try:
             message = json.loads(raw)

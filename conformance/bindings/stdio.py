@@ -51,7 +51,8 @@ class StdioBinding:
         self.process.send({"id": request_id, "op": op, **fields})
         while True:
             message = self.process.receive()
-            found = schemas.problems(f"{self.schema}#/$defs/FromShim", message)
+            kind = "Callback" if "cb" in message else "Reply"  # FromShim is one of the two
+            found = schemas.problems(f"{self.schema}#/$defs/{kind}", message)
             if found:
                 field, problem = found[0]
                 raise HarnessError(f"during {op}: malformed message at {field}: {problem}: {str(message)[:200]}")
