@@ -2,6 +2,8 @@
 reproducible, and a shrunk counterexample replays as an ordinary vector."""
 
 import json
+import subprocess
+import sys
 
 from hypothesis import given
 
@@ -13,7 +15,7 @@ from conformance.properties import strategies
 from conformance.properties.runner import PropertyRun, kernel_property
 from conformance.reference.kernel import create
 from conformance.reference.kernel_mutants import MUTANTS
-from tests.conftest import ctxconf
+from tests.conftest import ROOT, ctxconf
 
 
 @given(strategies.kernel_scenarios())
@@ -39,13 +41,27 @@ def test_the_reference_kernel_holds_every_invariant():
     assert len({f.requirement for f in result.findings}) >= 25, "the scenarios exercise most requirements"
 
 
+SEEDED_RUN = """
+import sys
+from pathlib import Path
+from conformance.bindings.base import KERNEL_PROTOCOL
+from conformance.bindings.python import PythonBinding
+from conformance.engine.connection import Connection
+from conformance.properties.runner import PropertyRun, kernel_property
+from conformance.reference.kernel_mutants import MUTANTS
+run = PropertyRun(profile="default", seed=1234, examples=80, shrink=False, counterexamples=Path(sys.argv[1]))
+with Connection(lambda: PythonBinding("t", KERNEL_PROTOCOL, 10.0, factory=MUTANTS["PerSectionBudget"])) as c:
+    print(kernel_property(c, run).status)
+"""
+
+
 def test_a_seed_reproduces_the_same_counterexample(tmp_path):
-    # Without shrinking (whose length is bounded in seconds) the run is fully determined by the seed.
-    mutant = MUTANTS["PerSectionBudget"]
-    first = _property(mutant, profile="default", seed=1234, examples=80, shrink=False, counterexamples=tmp_path / "a")
-    second = _property(mutant, profile="default", seed=1234, examples=80, shrink=False, counterexamples=tmp_path / "b")
+    # Each certification run is its own process; without shrinking (bounded in seconds) the seed decides all.
+    runs = [subprocess.run([sys.executable, "-c", SEEDED_RUN, str(tmp_path / d)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=120) for d in ("a", "b")]
+    assert [r.stdout.strip() for r in runs] == ["fail", "fail"], runs[0].stderr[-500:]
     files = [sorted(p.name for p in (tmp_path / d).rglob("*.yaml")) for d in ("a", "b")]
-    assert first.status == second.status == "fail" and files[0] == files[1] and files[0]
+    assert files[0] == files[1] and files[0]
 
 
 def test_a_counterexample_replays_as_a_vector(tmp_path):

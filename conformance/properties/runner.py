@@ -51,7 +51,7 @@ class PropertyRun:
             self.seed = random.SystemRandom().randrange(2**32)
 
     def settings(self) -> hsettings:
-        options = dict(PROFILES[self.profile])
+        options = {"derandomize": False, **PROFILES[self.profile]}  # nothing inherited from a loaded profile
         if self.examples is not None:
             options["max_examples"] = self.examples
         phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if self.shrink else [])
