@@ -50,7 +50,7 @@ from conformance.engine.connection import Connection
 from conformance.properties.runner import PropertyRun, kernel_property
 from conformance.reference.kernel_mutants import MUTANTS
 run = PropertyRun(profile="default", seed=1234, examples=80, shrink=False, counterexamples=Path(sys.argv[1]))
-with Connection(lambda: PythonBinding("t", KERNEL_PROTOCOL, 10.0, factory=MUTANTS["PerSectionBudget"])) as c:
+with Connection(lambda: PythonBinding("t", KERNEL_PROTOCOL, 10.0, factory=MUTANTS["HistoryToEveryone"])) as c:
     print(kernel_property(c, run).status)
 """
 
