@@ -3,13 +3,8 @@ mutant of it is reported failing exactly the requirement it breaks."""
 
 import pytest
 
-from conformance.bindings.base import KERNEL_PROTOCOL
-from conformance.bindings.python import PythonBinding
-from conformance.engine.connection import Connection
-from conformance.properties.runner import PropertyRun, kernel_property
 from conformance.reference.kernel import create
 from conformance.reference.kernel_mutants import MUTANTS
-from conformance.selftest import PROPERTY_ONLY_EXAMPLES
 from tests.conftest import REFERENCE_SHIM, certify_python, certify_stdio, failed_requirements
 
 
@@ -37,12 +32,3 @@ def test_mutant_fails_exactly_what_it_breaks(name, kernel_vectors):
     failed = failed_requirements(results)
     assert set(mutant.breaks) <= failed, f"{name} survived: {sorted(set(mutant.breaks) - failed)} not reported"
     assert failed <= set(mutant.breaks) | set(mutant.also), f"{name} blamed on {sorted(failed - set(mutant.breaks) - set(mutant.also))}"
-
-
-@pytest.mark.parametrize("name", sorted(n for n, m in MUTANTS.items() if m.property_only))
-def test_property_only_mutant_escapes_the_vectors_but_not_the_properties(name, kernel_vectors):
-    mutant = MUTANTS[name]
-    assert not set(mutant.breaks) & failed_requirements(certify_python(mutant, kernel_vectors))
-    with Connection(lambda: PythonBinding(name, KERNEL_PROTOCOL, 10.0, factory=mutant)) as connection:
-        result = kernel_property(connection, PropertyRun(profile="ci", examples=PROPERTY_ONLY_EXAMPLES, shrink=False))
-    assert set(mutant.breaks) & {f.requirement for f in result.failures()}, f"{name} survived the properties"

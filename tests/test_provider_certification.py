@@ -5,14 +5,8 @@ manifests and commands that are wrong are clear usage errors."""
 import pytest
 import yaml
 
-from conformance import manifest as manifest_mod
-from conformance.bindings.base import PROVIDER_PROTOCOL
-from conformance.bindings.python import PythonBinding
-from conformance.engine.connection import Connection
-from conformance.properties.runner import PropertyRun, provider_property
 from conformance.reference import compactor, filereader
 from conformance.reference.provider_mutants import MUTANTS
-from conformance.selftest import PROPERTY_ONLY_EXAMPLES
 from tests.conftest import MANIFESTS, SHIM, certify_provider, ctxconf, failed_requirements
 
 REFERENCES = [("filereader", filereader.create), ("compactor", compactor.create)]
@@ -45,17 +39,6 @@ def test_provider_mutant_fails_exactly_what_it_breaks(name, provider_vectors, tm
     assert set(mutant.breaks) <= failed, f"{name} survived: {sorted(set(mutant.breaks) - failed)} not reported"
     stray = failed - set(mutant.breaks) - set(mutant.also)
     assert not stray, f"{name} blamed on {sorted(stray)}"
-
-
-@pytest.mark.parametrize("name", sorted(n for n, m in MUTANTS.items() if m.property_only))
-def test_property_only_provider_mutant_escapes_the_vectors_but_not_the_properties(name, provider_vectors, tmp_path):
-    mutant = MUTANTS[name]
-    assert not set(mutant.breaks) & failed_requirements(certify_provider(mutant, mutant.manifest, provider_vectors, tmp_path))
-    manifest = manifest_mod.load(MANIFESTS / f"{mutant.manifest}.yaml")
-    with Connection(lambda: PythonBinding(name, PROVIDER_PROTOCOL, 10.0, factory=mutant)) as connection:
-        result = provider_property(connection, PropertyRun(profile="ci", examples=PROPERTY_ONLY_EXAMPLES, shrink=False),
-                                   manifest, tmp_path / "properties")
-    assert set(mutant.breaks) & {f.requirement for f in result.failures()}, f"{name} survived the properties"
 
 
 def test_provider_command_line(tmp_path):
