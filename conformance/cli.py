@@ -61,40 +61,20 @@ def _parser() -> argparse.ArgumentParser:
 
     kernel = commands.add_parser("kernel", help="certify a kernel's context-assemble loop",
                                  description="Certify a kernel. With no target, the bundled reference kernel.")
-    target = kernel.add_mutually_exclusive_group()
-    target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process kernel object (python binding)")
-    target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-kernel/1 on stdin/stdout")
-    target.add_argument("--grpc", metavar="ADDR", help="a running ctxconf.harness.v1.KernelHarness (gRPC binding)")
-    target.add_argument("--grpc-cmd", metavar="CMD", help="launch a KernelHarness server; it listens on $CTXCONF_LISTEN")
+    _target_options(kernel, "kernel")
     _run_options(kernel)
     kernel.set_defaults(func=_kernel)
 
     provider = commands.add_parser("provider", help="certify a context-provider plugin",
                                    description="Certify a provider. With no target, the bundled reference file reader.")
-    target = provider.add_mutually_exclusive_group()
-    target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process provider object (python binding)")
-    target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-provider/1 on stdin/stdout")
-    target.add_argument("--grpc", metavar="ADDR", help="a running provider's ContextService (with --callback)")
-    target.add_argument("--grpc-cmd", metavar="CMD", help="launch a provider; it listens on $CTXCONF_LISTEN and "
-                        "finds the suite's KernelCallbackService at $CTXCONF_KERNEL_CALLBACK")
-    target.add_argument("--plugin", metavar="CMD", help="launch a plugin binary as a hashicorp/go-plugin host does")
-    provider.add_argument("--callback", metavar="ADDR", help="with --grpc: where the suite serves KernelCallbackService")
-    provider.add_argument("--cookie", metavar="KEY=VALUE", help="with --plugin: the magic cookie the plugin expects "
-                          "(default: the pluggableharness kernel's)")
-    provider.add_argument("--handshake-timeout", type=float, default=60.0, metavar="SECONDS",
-                          help="with --plugin: how long to wait for the handshake line (default: 60)")
-    provider.add_argument("--manifest", type=Path, metavar="FILE",
-                          help="how to configure the provider against fixture files (required with a target)")
+    _target_options(provider, "provider")
     _run_options(provider)
     provider.set_defaults(func=_provider)
 
     replay = commands.add_parser("replay", help="run one vector file, such as a shrunk counterexample",
-                                 description="Run one vector file against a kernel or provider (by its id's role).")
+                                 description="Run one vector file against a kernel or provider (the role its id names).")
     replay.add_argument("file", type=Path, help="the vector file")
-    target = replay.add_mutually_exclusive_group()
-    target.add_argument("--python", metavar="MOD:FACTORY")
-    target.add_argument("--stdio", metavar="CMD")
-    replay.add_argument("--manifest", type=Path, metavar="FILE", help="for a provider vector")
+    _target_options(replay, "either")
     _run_options(replay, properties=False)
     replay.set_defaults(func=_replay)
 
@@ -117,6 +97,28 @@ def _parser() -> argparse.ArgumentParser:
     reqs.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
     reqs.set_defaults(func=_requirements)
     return parser
+
+
+def _target_options(parser: argparse.ArgumentParser, role: str) -> None:
+    """How the implementation under test is reached: one binding at most (none: the bundled reference)."""
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process object (python binding)")
+    target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-kernel/1 or ctxconf-provider/1 "
+                        "in JSON lines on stdin/stdout")
+    target.add_argument("--grpc", metavar="ADDR", help="a running KernelHarness (kernels) or ContextService "
+                        "(providers, with --callback)")
+    target.add_argument("--grpc-cmd", metavar="CMD", help="launch a gRPC server; it listens on $CTXCONF_LISTEN "
+                        "(a provider finds the suite's KernelCallbackService at $CTXCONF_KERNEL_CALLBACK)")
+    if role == "kernel":
+        return
+    target.add_argument("--plugin", metavar="CMD", help="launch a plugin binary as a hashicorp/go-plugin host does")
+    parser.add_argument("--callback", metavar="ADDR", help="with --grpc: where the suite serves KernelCallbackService")
+    parser.add_argument("--cookie", metavar="KEY=VALUE", help="with --plugin: the magic cookie the plugin expects "
+                        "(default: the pluggableharness kernel's)")
+    parser.add_argument("--handshake-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="with --plugin: how long to wait for the handshake line (default: 60)")
+    parser.add_argument("--manifest", type=Path, metavar="FILE",
+                        help="how to configure a provider against fixture files (required with a target)")
 
 
 def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> None:
@@ -144,45 +146,56 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
     parser.add_argument("-v", "--verbose", action="store_true", help="show every failure and untested requirement")
 
 
+ROLES = {  # protocol, harness schema, bundled target, requirement roles
+    "kernel": (KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, catalog_mod.KERNEL_ROLES),
+    "provider": (PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, catalog_mod.PROVIDER_ROLES),
+}
+
+
 def _kernel(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
-    selected = _select(vectors_mod.load_dir("kernel", catalog, args.vectors), args.filter)
-    baseline = _baseline(args.baseline)
-    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
-        name, opener = _opener(args, KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, Path(workdir))
-        started = time.perf_counter()
-        with Connection(opener) as connection:
-            _first_start(connection)
-            cases = kernel_run.run_vectors(connection, selected)
-            run = _property_run(args)
-            if run:
-                cases.append(kernel_property(connection, run))
-            implementation = connection.implementation
-    report = build(catalog, catalog_mod.KERNEL_ROLES, "kernel", cases, name, implementation,
-                   time.perf_counter() - started, baseline, seed=run.seed if run else None)
-    return _emit(report, args)
+    return _certify(args, "kernel", catalog, _select(vectors_mod.load_dir("kernel", catalog, args.vectors), args.filter),
+                    _property_run(args))
 
 
 def _provider(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
-    if _has_target(args) and not args.manifest:
-        raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
-    manifest = manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
-    selected = _select(vectors_mod.load_dir("provider", catalog, args.vectors), args.filter)
+    return _certify(args, "provider", catalog,
+                    _select(vectors_mod.load_dir("provider", catalog, args.vectors), args.filter), _property_run(args))
+
+
+def _replay(args: argparse.Namespace) -> int:
+    catalog = catalog_mod.load()
+    vector = vectors_mod.load_file(args.file, catalog)
+    return _certify(args, vector.id.split("/")[0], catalog, [vector], None)
+
+
+def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None) -> int:
+    """Run the vectors (then the properties) against the target and report."""
+    protocol, schema, reference, roles = ROLES[role]
+    manifest = _manifest(args) if role == "provider" else None
     baseline = _baseline(args.baseline)
     with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
-        name, opener = _opener(args, PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, Path(workdir))
+        name, opener = _opener(args, protocol, schema, reference, Path(workdir))
         started = time.perf_counter()
         with Connection(opener) as connection:
             _first_start(connection)
-            cases = provider_run.run_vectors(connection, selected, manifest, Path(workdir) / "cases")
-            run = _property_run(args)
-            if run:
-                cases.append(provider_property(connection, run, manifest, Path(workdir) / "properties"))
+            if role == "kernel":
+                cases = kernel_run.run_vectors(connection, vectors)
+                cases += [kernel_property(connection, run)] if run else []
+            else:
+                cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases")
+                cases += [provider_property(connection, run, manifest, Path(workdir) / "properties")] if run else []
             implementation = connection.implementation
-    report = build(catalog, catalog_mod.PROVIDER_ROLES, "provider", cases, name, implementation,
-                   time.perf_counter() - started, baseline, seed=run.seed if run else None)
+    report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
+                   seed=run.seed if run else None)
     return _emit(report, args)
+
+
+def _manifest(args: argparse.Namespace) -> manifest_mod.Manifest:
+    if _has_target(args) and not args.manifest:
+        raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
+    return manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
 
 
 def _property_run(args: argparse.Namespace) -> PropertyRun | None:
@@ -190,30 +203,6 @@ def _property_run(args: argparse.Namespace) -> PropertyRun | None:
         return None  # a filtered run is about particular vectors
     return PropertyRun(profile=args.profile, seed=args.seed, examples=args.examples,
                        counterexamples=args.counterexamples)
-
-
-def _replay(args: argparse.Namespace) -> int:
-    catalog = catalog_mod.load()
-    vector = vectors_mod.load_file(args.file, catalog)
-    role = vector.id.split("/")[0]
-    args.filter = None
-    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
-        if role == "kernel":
-            name, opener = _opener(args, KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, Path(workdir))
-        else:
-            if _has_target(args) and not args.manifest:
-                raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
-            manifest = manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
-            name, opener = _opener(args, PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, Path(workdir))
-        started = time.perf_counter()
-        with Connection(opener) as connection:
-            _first_start(connection)
-            cases = kernel_run.run_vectors(connection, [vector]) if role == "kernel" else \
-                provider_run.run_vectors(connection, [vector], manifest, Path(workdir) / "cases")
-            implementation = connection.implementation
-    roles = catalog_mod.KERNEL_ROLES if role == "kernel" else catalog_mod.PROVIDER_ROLES
-    report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started)
-    return _emit(report, args)
 
 
 def _selftest(args: argparse.Namespace) -> int:
@@ -233,6 +222,8 @@ def _has_target(args: argparse.Namespace) -> bool:
 def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
     """The binding's name and a function opening a fresh binding to the target."""
     if getattr(args, "plugin", None):
+        if protocol == KERNEL_PROTOCOL:
+            raise InputError("--plugin", "launches provider plugins; a kernel vector needs another target")
         cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
         return "go-plugin", lambda: GoPluginBinding(args.plugin, cookie, workdir, args.timeout,
                                                     args.handshake_timeout, tuple(args.env))

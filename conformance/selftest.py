@@ -160,9 +160,8 @@ def render(outcomes: list[Outcome], seconds: float) -> str:
     for o in outcomes:
         s = o.subject
         target = ", ".join(s.breaks) or "(reference)"
-        mark = lambda caught: ("yes" if set(s.breaks) & caught else "-") if s.breaks else ("FAIL" if caught else "clean")
         verdict = o.problem or ("killed" + (" (property-only)" if s.property_only else "") if s.breaks else "conformant")
-        lines.append(f"{s.name:<34} {target[:34]:<34} {mark(o.by_vectors):<8} {mark(o.by_properties):<6} {verdict}")
+        lines.append(f"{s.name:<34} {target[:34]:<34} {_mark(s, o.by_vectors):<8} {_mark(s, o.by_properties):<6} {verdict}")
         extra = sorted(o.caught - set(s.breaks))
         if extra and s.breaks:
             lines.append(f"{'':<34}   also reported: {', '.join(extra)}" + ("  (NOT DECLARED: " + ", ".join(sorted(o.stray)) + ")" if o.stray else ""))
@@ -176,6 +175,13 @@ def render(outcomes: list[Outcome], seconds: float) -> str:
     if gaps:
         lines.append("requirements no mutant exercises: " + ", ".join(gaps))
     return "\n".join(lines)
+
+
+def _mark(subject: Subject, caught: set[str]) -> str:
+    """Did this part of the suite catch the mutant (or fail the reference)?"""
+    if subject.breaks:
+        return "yes" if set(subject.breaks) & caught else "-"
+    return "FAIL" if caught else "clean"
 
 
 def to_json(outcomes: list[Outcome], seconds: float) -> dict:

@@ -1,7 +1,6 @@
 """The catalog, the rulings and the coverage gate."""
 
 import shutil
-from pathlib import Path
 
 import pytest
 

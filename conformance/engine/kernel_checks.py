@@ -163,7 +163,7 @@ class TurnCheck:
                  "a callback arrived while another was still in flight")
         self.check_order(calls, names)
         pending: tuple[CallRecord, Judgment] | None = None
-        for index, call in enumerate(calls):
+        for call in calls:
             prior = call.request["prior_sections"]
             if pending and pending[0].provider == call.provider:
                 # A repeated call (a retry): it must be sent the same chain; only the last one counts.

@@ -15,7 +15,7 @@ import json
 import threading
 
 from conformance.bindings.base import CallFailed
-from conformance.reference.kernel import Provider, ReferenceKernel, Session, TurnFailed
+from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.wire import errors, tokens
 
 MUTANTS: dict[str, type[ReferenceKernel]] = {}
