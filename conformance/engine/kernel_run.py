@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from conformance.bindings.base import Binding, HarnessError
+from conformance.bindings.base import HarnessError
 from conformance.engine import kernel_checks
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive
-from conformance.engine.results import CaseResult, Finding
+from conformance.engine.results import CaseResult
 from conformance.engine.scenario import KernelScenario, from_vector
 from conformance.vectors import Vector
 
@@ -51,5 +51,3 @@ def run_vectors(connection: Connection, vectors: Iterable[Vector],
         results.append(result)
     return results
 
-
-__all__ = ["case_result", "run_vectors", "Binding", "Finding"]
