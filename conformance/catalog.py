@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from conformance import paths
-from conformance.schemas import InputError, check
+from conformance.schemas import InputError, check, read_yaml
 
 NORMATIVE = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT")
 BLOCKING = ("MUST", "MUST NOT")  # a failure of these makes an implementation non-conformant
@@ -63,15 +61,6 @@ class Catalog:
         return [r for r in self.requirements.values() if r.binds in roles and not r.retired]
 
 
-def _load_yaml(path: Path) -> object:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(str(path), f"not valid YAML: {exc}") from None
-
-
 def _unique(items: list[dict], source: str) -> None:
     seen: set[str] = set()
     for index, item in enumerate(items):
@@ -82,10 +71,10 @@ def _unique(items: list[dict], source: str) -> None:
 
 @lru_cache(maxsize=None)
 def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS) -> Catalog:
-    req_doc = _load_yaml(requirements)
+    req_doc = read_yaml(requirements)
     check("catalog.json#/$defs/Requirements", req_doc, str(requirements))
     _unique(req_doc["requirements"], str(requirements))
-    rul_doc = _load_yaml(rulings)
+    rul_doc = read_yaml(rulings)
     check("catalog.json#/$defs/Rulings", rul_doc, str(rulings))
     _unique(rul_doc["rulings"], str(rulings))
     reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ()))}) for r in req_doc["requirements"]}
@@ -123,7 +112,7 @@ def anchors_in(markdown: str) -> set[str]:
     return found
 
 
-def missing_anchors(catalog: Catalog, spec_dir: Path, extra: dict[str, list[str]] | None = None) -> list[str]:
+def missing_anchors(catalog: Catalog, spec_dir: Path) -> list[str]:
     """Citations of `file.md#anchor` that the spec copy does not have."""
     cache: dict[str, set[str] | None] = {}
 
@@ -139,6 +128,4 @@ def missing_anchors(catalog: Catalog, spec_dir: Path, extra: dict[str, list[str]
         cited += [(r.id, a) for a in (r.anchor, *r.also)]
     for r in catalog.rulings.values():
         cited += [(r.id, a) for a in r.anchors]
-    for owner, refs in (extra or {}).items():
-        cited += [(owner, a) for a in refs]
     return [f"{owner}: {ref}" for owner, ref in cited if not exists(ref)]

@@ -33,7 +33,7 @@ from conformance.engine import kernel_run, provider_run
 from conformance.properties.runner import PROFILES, PropertyRun, kernel_property, provider_property
 from conformance.reports import badge, console, json_report, junit, markdown
 from conformance.reports.verdict import CONFORMANT, build
-from conformance.schemas import InputError
+from conformance.schemas import InputError, read_yaml
 
 REFERENCE_KERNEL = "conformance.reference.kernel:create"
 REFERENCE_PROVIDER = "conformance.reference.filereader:create"
@@ -259,7 +259,7 @@ def _select(vectors: list, text: str | None) -> list:
 def _baseline(path: Path | None) -> list[dict] | None:
     if path is None:
         return None
-    data = vectors_mod.read_yaml(path)
+    data = read_yaml(path)
     entries = data.get("expected_failures") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise InputError(str(path), "expected a list of {requirement, case?, reason} (or expected_failures: [...])")
@@ -300,8 +300,7 @@ def _requirements(args: argparse.Namespace) -> int:
     if args.spec:
         if not args.spec.is_dir():
             raise InputError(str(args.spec), "not a directory")
-        vector_anchors = {}
-        problems += [f"anchor not in the spec: {m}" for m in catalog_mod.missing_anchors(catalog, args.spec, vector_anchors)]
+        problems += [f"anchor not in the spec: {m}" for m in catalog_mod.missing_anchors(catalog, args.spec)]
     for problem in problems:
         print(f"GAP: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.schemas import check
-from conformance.vectors import read_yaml
+from conformance.schemas import check, read_yaml
 
 DEFAULT_SOURCE = "CONTEXT.md"
 MISSING_SOURCE = "missing-by-design.md"

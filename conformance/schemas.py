@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
+import yaml
 from referencing import Registry, Resource
 
 from conformance.paths import SCHEMAS
@@ -70,3 +72,16 @@ def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     while error.context:
         error = jsonschema.exceptions.best_match(error.context)
     return error
+
+
+def read_yaml(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise InputError(str(path), f"not valid YAML: {where}{getattr(exc, 'problem', exc)}") from None

@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from conformance import paths
 from conformance.catalog import Catalog
-from conformance.schemas import InputError, check
+from conformance.schemas import InputError, check, read_yaml
 
 
 @dataclass(frozen=True)
@@ -23,19 +21,6 @@ class Vector:
     needs: tuple[str, ...]
     doc: dict
     path: Path
-
-
-def read_yaml(path: Path) -> object:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(str(path), f"not valid YAML: {where}{getattr(exc, 'problem', exc)}") from None
 
 
 def load_dir(role: str, catalog: Catalog, root: Path | None = None) -> list[Vector]:

@@ -65,6 +65,7 @@ class Binding(Protocol):
     name: str
     features: tuple[str, ...]
     implementation: dict
+    broken: bool  # after a harness error: no further op may be sent
 
     def start(self) -> dict: ...
 

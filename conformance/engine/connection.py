@@ -17,7 +17,7 @@ class Connection:
 
     def binding(self) -> Binding:
         """A started binding, fresh for this case. Raises HarnessError or LaunchError."""
-        if self.current is not None and ("reload" not in self.current.features or getattr(self.current, "broken", False)):
+        if self.current is not None and ("reload" not in self.current.features or self.current.broken):
             self.discard()
         if self.current is None:
             binding = self.open_binding()

@@ -29,11 +29,6 @@ def mutant(*breaks: str, also: list[str] = (), property_only: bool = False):
     return register
 
 
-def factory(name: str):
-    """A python-binding factory for one mutant."""
-    return MUTANTS[name]
-
-
 # --- order and firing -------------------------------------------------------------
 
 @mutant("K-DECLARATION-ORDER",

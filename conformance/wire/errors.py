@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import grpc
-
 CATEGORIES = ("source_unavailable", "budget_exceeded", "scope_violation", "invalid_request", "unknown")
 
 # The gRPC status code each category travels as.
@@ -17,11 +15,6 @@ GRPC_CODE = {
 
 # Categories whose failure isolates the provider (ruling R-ERROR-ISOLATION).
 ISOLATING = ("source_unavailable", "budget_exceeded", "scope_violation")
-
-# What a kernel's diagnostics may name beside the taxonomy (DESIGN §5).
-DIAGNOSTIC_CATEGORIES = CATEGORIES + ("non_text_content", "missing_label")
-
-STATUS_CODE_NAMES = tuple(code.name for code in grpc.StatusCode)
 
 _ENUM_PREFIX = "CONTEXT_ERROR_CATEGORY_"
 

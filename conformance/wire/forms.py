@@ -72,13 +72,3 @@ def normalize_list(type_name: str, items: Any) -> list[dict]:
     if not isinstance(items, list):
         raise WireFormError(f"expected a JSON array of {type_name}, got {type(items).__name__}")
     return [normalize(type_name, item) for item in items]
-
-
-def to_bytes(type_name: str, data: dict) -> bytes:
-    return parse(type_name, data).SerializeToString()
-
-
-def from_bytes(type_name: str, payload: bytes) -> dict:
-    message = TYPES[type_name]()
-    message.ParseFromString(payload)
-    return to_json(message)
