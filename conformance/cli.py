@@ -21,7 +21,7 @@ from pathlib import Path
 
 from conformance import __version__, catalog as catalog_mod, coverage, manifest as manifest_mod, paths
 from conformance import vectors as vectors_mod
-from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
+from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, CallFailed, HarnessError, LaunchError
 from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding, parse_cookie
 from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.grpc_provider import GrpcProviderBinding
@@ -243,10 +243,8 @@ def _first_start(connection: Connection) -> None:
     """Start once up front so a command that cannot run at all is a usage error (exit 2)."""
     try:
         connection.binding()
-    except LaunchError:
-        raise
-    except Exception:
-        pass  # a harness error here is reported per case
+    except (HarnessError, CallFailed):
+        pass  # the implementation started but misbehaved: reported per case
 
 
 def _select(vectors: list, text: str | None) -> list:

@@ -151,8 +151,9 @@ class GrpcKernelBinding:
     def _load(self, config: dict) -> dict:
         """Serve each fake provider (and the tokenizer) on its own socket, then Load."""
         self._stop_servers()
-        if config.get("hook_timeout_ms"):
-            self.relay.hang_limit = min(self.timeout, 2 * config["hook_timeout_ms"] / 1000 + 1)
+        # How long a held call waits for the kernel to give up: twice its deadline and a second, per load.
+        hook = config.get("hook_timeout_ms")
+        self.relay.hang_limit = min(self.timeout, 2 * hook / 1000 + 1) if hook else self.timeout
         providers = []
         for declared in config["providers"]:
             address = self.sockets.address(f"provider-{len(self.servers)}")

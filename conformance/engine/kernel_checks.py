@@ -19,7 +19,7 @@ from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
 from conformance.engine.kernel_judge import Judgment, Outcome, judge_failure, judge_reply
 from conformance.engine.results import Finding
 from conformance.engine.scenario import KernelScenario, Model
-from conformance.wire import tokens
+from conformance.wire import errors, tokens
 
 HARNESS = "harness"  # a finding about the harness protocol, not the spec: the case errors
 
@@ -275,7 +275,7 @@ class TurnCheck:
             judgment = judge_failure(fake.name, prior, call.error)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
-        if call.error and (call.error.get("context_error") or {}).get("category", "").endswith("INVALID_REQUEST"):
+        if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":
             again = [c for c in self.record.contributes() if c is not call and c.provider == call.provider
                      and c.request == call.request]
             self.add("K-ERR-INVALID-REQUEST-NO-RETRY", not again,
