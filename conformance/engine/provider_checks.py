@@ -201,7 +201,7 @@ def _is_cut(text: str, original: str) -> bool:
 # --- explicit expectations ---------------------------------------------------------
 
 def observation(record: StepRecord, checker: Checker) -> dict:
-    seen: dict = {"failed": record.failure is not None, "failure": record.failure}
+    seen: dict = {"failed": record.failure is not None, "failure": record.failure, "counts": record.counts}
     if record.failure is not None or record.result is None:
         return seen
     if record.step.kind == "contribute":
@@ -242,6 +242,8 @@ def _evaluate(key: str, want, seen: dict, checker: Checker) -> list[str]:
             return [f"it failed ({failure['code']}) without a categorized ContextError: not a structured error"]
         if "category" in want and category != want["category"]:
             return [f"it failed as {category or 'uncategorized'} ({failure['code']}), not {want['category']}"]
+        if failure["code"] == want.get("not_code"):
+            return [f"the {category} failure travelled as {failure['code']}"]
         return []
     if key == "one_of":
         outcomes = [[p for k, w in alternative.items() for p in _evaluate(k, w, seen, checker)]
@@ -252,6 +254,10 @@ def _evaluate(key: str, want, seen: dict, checker: Checker) -> list[str]:
         return [f"the call failed: {failure['code']}: {failure.get('message', '')}"]
     if key == "succeeds":
         return []
+    if key == "counted_text_only":
+        if not seen["counts"]:
+            return ["the provider never asked CountTokens"]
+        return [f"a CountTokens request held non-text: {c.refused}" for c in seen["counts"] if c.refused.startswith("CountTokens content")]
     caps = seen.get("capabilities") or {}
     if key == "capabilities_unchanged":
         return [] if caps == checker.capabilities else ["the capabilities changed"]
