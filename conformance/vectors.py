@@ -31,9 +31,8 @@ def load_dir(role: str, catalog: Catalog, root: Path | None = None) -> list[Vect
 
 def load_file(path: Path, catalog: Catalog, root: Path | None = None) -> Vector:
     doc = read_yaml(path)
-    role = doc.get("id", "").split("/")[0] if isinstance(doc, dict) and isinstance(doc.get("id"), str) else ""
-    role = role if role in ("kernel", "provider") else ("provider" if "/provider/" in str(path) else "kernel")
-    check(f"{role}-vector.json", doc, str(path))
+    check(f"{_role(doc, path)}-vector.json", doc, str(path))
+    role = doc["id"].split("/")[0]
     source = str(path)
     if root is not None:
         try:
@@ -47,6 +46,14 @@ def load_file(path: Path, catalog: Catalog, root: Path | None = None) -> Vector:
         _check_kernel_names(doc, source)
     return Vector(doc["id"], doc["title"], tuple(doc["requirements"]), tuple(doc.get("rulings", ())),
                   tuple(doc.get("needs", ())), doc, path)
+
+
+def _role(doc, path: Path) -> str:
+    """Which schema judges the file: the role its id names, else the folder it sits in."""
+    named = doc.get("id", "") if isinstance(doc, dict) else ""
+    if isinstance(named, str) and named.split("/")[0] in ("kernel", "provider"):
+        return named.split("/")[0]
+    return "provider" if "provider" in path.parts else "kernel"
 
 
 def expectation_blocks(doc: dict) -> list[tuple[str, dict]]:
