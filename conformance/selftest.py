@@ -25,7 +25,8 @@ from conformance.engine import kernel_run, provider_run
 from conformance.engine.connection import Connection
 from conformance.engine.results import CaseResult
 from conformance.properties.runner import PropertyRun, kernel_property, provider_property
-from conformance.reference import compactor, filereader, kernel, kernel_mutants, provider_mutants
+from conformance.proofs import kernel_mutants, provider_mutants
+from conformance.reference import compactor, filereader, kernel
 
 MANIFESTS = paths.PACKAGE / "reference" / "manifests"
 PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room

@@ -32,7 +32,7 @@ def test_kernel_over_stdio_names_the_binding(tmp_path):
 
 
 def test_a_failing_kernel_exits_1_and_names_the_requirement(tmp_path):
-    run = ctxconf("kernel", "--python", "conformance.reference.kernel_mutants:PerSectionBudget", "--no-properties",
+    run = ctxconf("kernel", "--python", "conformance.proofs.kernel_mutants:PerSectionBudget", "--no-properties",
                   "--report", str(tmp_path / "r.json"))
     assert run.returncode == 1
     assert "FAIL  K-BUDGET-REJECT" in run.stdout and "verdict: NOT CONFORMANT" in run.stdout
@@ -41,7 +41,7 @@ def test_a_failing_kernel_exits_1_and_names_the_requirement(tmp_path):
 
 
 def test_should_failures_are_warnings_not_blockers():
-    run = ctxconf("kernel", "--python", "conformance.reference.kernel_mutants:NoStabilityWarning", "--no-properties")
+    run = ctxconf("kernel", "--python", "conformance.proofs.kernel_mutants:NoStabilityWarning", "--no-properties")
     assert run.returncode == 0 and "warnings (SHOULD): KC-STABILITY-ORDER-WARN" in run.stdout
 
 
@@ -50,7 +50,7 @@ def test_baseline_turns_listed_failures_into_xfail_and_reports_stale_entries(tmp
     baseline.write_text(yaml.safe_dump({"expected_failures": [
         {"requirement": "K-BUDGET-REJECT", "reason": "known"},
         {"requirement": "K-SCOPE-LOG", "reason": "fixed long ago"}]}))
-    run = ctxconf("kernel", "--python", "conformance.reference.kernel_mutants:PerSectionBudget", "--no-properties",
+    run = ctxconf("kernel", "--python", "conformance.proofs.kernel_mutants:PerSectionBudget", "--no-properties",
                   "--baseline", str(baseline), "--report", str(tmp_path / "r.json"))
     report = json.loads((tmp_path / "r.json").read_text())
     statuses = {r["id"]: r["status"] for r in report["requirements"]}

@@ -4,7 +4,7 @@ mutant of it is reported failing exactly the requirement it breaks."""
 import pytest
 
 from conformance.reference.kernel import create
-from conformance.reference.kernel_mutants import MUTANTS
+from conformance.proofs.kernel_mutants import MUTANTS
 from tests.conftest import REFERENCE_SHIM, certify_python, certify_stdio, failed_requirements
 
 

@@ -14,7 +14,7 @@ from conformance.engine.connection import Connection
 from conformance.properties import strategies
 from conformance.properties.runner import PropertyRun, kernel_property
 from conformance.reference.kernel import create
-from conformance.reference.kernel_mutants import MUTANTS
+from conformance.proofs.kernel_mutants import MUTANTS
 from tests.conftest import ROOT, ctxconf
 
 
@@ -48,7 +48,7 @@ from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.engine.connection import Connection
 from conformance.properties.runner import PropertyRun, kernel_property
-from conformance.reference.kernel_mutants import MUTANTS
+from conformance.proofs.kernel_mutants import MUTANTS
 run = PropertyRun(profile="default", seed=1234, examples=80, shrink=False, counterexamples=Path(sys.argv[1]))
 with Connection(lambda: PythonBinding("t", KERNEL_PROTOCOL, 10.0, factory=MUTANTS["HistoryToEveryone"])) as c:
     print(kernel_property(c, run).status)
@@ -71,14 +71,14 @@ def test_a_counterexample_replays_as_a_vector(tmp_path):
     [path] = list(tmp_path.rglob("*.yaml"))
     vector = vectors_mod.load_file(path, catalog_mod.load(), tmp_path)  # valid, and its id matches its place
     assert vector.id.startswith("kernel/counterexample/") and vector.doc["origin"]["tool"] == "hypothesis"
-    replay = ctxconf("replay", str(path), "--python", "conformance.reference.kernel_mutants:TrustsStatedTokens",
+    replay = ctxconf("replay", str(path), "--python", "conformance.proofs.kernel_mutants:TrustsStatedTokens",
                      "--report", str(tmp_path / "r.json"))
     assert replay.returncode == 1
     failing = set(json.loads((tmp_path / "r.json").read_text())["summary"]["blocking_failures"])
     assert failing & set(vector.requirements)
     assert ctxconf("replay", str(path)).returncode == 0, "the reference kernel passes the same scenario"
     rerun = ctxconf("kernel", "--vectors", str(tmp_path), "--no-properties",
-                    "--python", "conformance.reference.kernel_mutants:TrustsStatedTokens")
+                    "--python", "conformance.proofs.kernel_mutants:TrustsStatedTokens")
     assert rerun.returncode == 1, "the normal vector runner reproduces it too"
 
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from conformance.reference import compactor, filereader
-from conformance.reference.provider_mutants import MUTANTS
+from conformance.proofs.provider_mutants import MUTANTS
 from tests.conftest import MANIFESTS, SHIM, certify_provider, ctxconf, failed_requirements
 
 REFERENCES = [("filereader", filereader.create), ("compactor", compactor.create)]
@@ -46,7 +46,7 @@ def test_provider_command_line(tmp_path):
                   "--manifest", str(MANIFESTS / "compactor.yaml"), "--profile", "ci", "--report", str(tmp_path / "r.json"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "provider certification of ctxconf-reference-compactor" in run.stdout
-    run = ctxconf("provider", "--python", "conformance.reference.provider_mutants:IgnoresBudget",
+    run = ctxconf("provider", "--python", "conformance.proofs.provider_mutants:IgnoresBudget",
                   "--manifest", str(MANIFESTS / "filereader.yaml"), "--no-properties")
     assert run.returncode == 1 and "FAIL  P-WITHIN-BUDGET" in run.stdout
 

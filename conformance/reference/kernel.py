@@ -1,9 +1,11 @@
 """The reference kernel: the context-assemble loop as the spec and ctxconf's
 rulings describe it, reached through the python binding (and, through
-runners/python/kernel_stdio_shim.py, the stdio one).
+runners/python/stdio_shim.py, the stdio one).
 
-Every decision is a small method of its own, so that each mutant in
-kernel_mutants.py can override one of them and break one requirement.
+Every decision is a small method of its own, so that a mutant
+(conformance/proofs/kernel_mutants.py) can override one to break one
+requirement, and a conforming variant (proofs/kernel_variants.py) one to take
+a freedom the spec or a ruling allows.
 """
 
 from __future__ import annotations
