@@ -1,14 +1,18 @@
-"""The self-test: the suite proves each of its checks can fail.
+"""The self-test: the suite proves each of its checks can fail, and that none
+of them fails what the spec allows.
 
-The reference implementations must pass every vector and property with no
-failure. Every mutant must be caught: at least one of the requirements it
-breaks reported failing. The kill matrix shows, for each mutant, what caught
-it and whether the golden vectors or only the property tests did; it names
-any survivor and any testable requirement no mutant exercises.
+Two matrices. The kill matrix: every mutant must be caught, failing at least
+one requirement it declares and none it does not (a stray requirement means
+its declaration or the suite's attribution is wrong, and the row says which
+requirement and why it was failed). The false-failure matrix: the reference
+implementations and every conforming variant, over python and stdio (and
+gRPC where the variant's freedom shows on the wire), must come out with no
+failure at all. It also names any testable requirement no mutant exercises.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -20,33 +24,55 @@ from pathlib import Path
 from conformance import catalog as catalog_mod, manifest as manifest_mod, paths, vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL
 from conformance.bindings.grpc_kernel import GrpcKernelBinding
+from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.python import PythonBinding
+from conformance.bindings.stdio import StdioBinding
 from conformance.engine import kernel_run, provider_run
 from conformance.engine.connection import Connection
 from conformance.engine.results import CaseResult
 from conformance.properties.runner import PropertyRun, kernel_property, provider_property
-from conformance.proofs import kernel_mutants, provider_mutants
+from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants, provider_variants
 from conformance.reference import compactor, filereader, kernel
 
 MANIFESTS = paths.PACKAGE / "reference" / "manifests"
 PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room
+BINDINGS = ("python", "stdio", "grpc")
+_RUNNERS = paths.RUNNERS / "python"
+_COMMANDS = {"stdio": _RUNNERS / "stdio_shim.py",
+             "grpc": {"kernel": _RUNNERS / "grpc_kernel_harness.py", "provider": _RUNNERS / "grpc_provider_server.py"}}
 
 
 @dataclass
 class Subject:
-    """One implementation the self-test certifies."""
+    """One implementation the self-test certifies, over one binding."""
     name: str
     role: str                  # kernel | provider
-    factory: object
+    factory: type
     manifest: str = ""
     breaks: tuple[str, ...] = ()
     also: tuple[str, ...] = ()
     property_only: bool = False
-    grpc_command: str = ""     # certified over the gRPC binding instead (a deadline needs a real transport)
+    binding: str = "python"
+    freedom: str = ""          # a conforming variant: the freedom it takes, and what grants it
+    grants: str = ""
+    extra_args: str = ""       # appended to a launched runner's command line
 
     @property
-    def reference(self) -> bool:
-        return not self.breaks
+    def mutant(self) -> bool:
+        return bool(self.breaks)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.name, self.binding
+
+    @property
+    def target(self) -> str:
+        return f"{self.factory.__module__}:{self.factory.__name__}"
+
+    def command(self) -> str:
+        runner = _COMMANDS[self.binding]
+        runner = runner[self.role] if isinstance(runner, dict) else runner
+        return f"{sys.executable} {runner} {self.target}{self.extra_args}"
 
 
 @dataclass
@@ -54,6 +80,7 @@ class Outcome:
     subject: Subject
     by_vectors: set[str] = field(default_factory=set)
     by_properties: set[str] = field(default_factory=set)
+    why: dict[str, str] = field(default_factory=dict)   # requirement -> the first failure reported for it
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -75,10 +102,14 @@ class Outcome:
         s = self.subject
         if self.errors:
             return "errored: " + self.errors[0].splitlines()[0]
-        if s.reference:
-            return f"reference failed {sorted(self.caught)}" if self.caught else ""
+        if not s.mutant:
+            return ("FALSE FAILURE of " + "; ".join(f"{r} ({self.why[r]})" for r in sorted(self.caught))
+                    if self.caught else "")
         if not self.killed:
             return "SURVIVED"
+        if self.stray:
+            return ("failed requirements it does not declare (fix the declaration or the attribution): "
+                    + "; ".join(f"{r} ({self.why[r]})" for r in sorted(self.stray)))
         if s.property_only and set(s.breaks) & self.by_vectors:
             return "caught by the vectors, though declared property-only"
         if s.property_only and not set(s.breaks) & self.by_properties:
@@ -86,31 +117,36 @@ class Outcome:
         return ""
 
 
+def _conforming(name: str, role: str, cls, manifest: str = "", bindings=("python", "stdio")) -> list[Subject]:
+    return [Subject(name, role, cls, manifest, binding=b, freedom=getattr(cls, "freedom", ""),
+                    grants=getattr(cls, "grants", "")) for b in bindings]
+
+
 def subjects() -> list[Subject]:
-    found = [Subject("ReferenceKernel", "kernel", kernel.ReferenceKernel),
-             Subject("FileReader", "provider", filereader.FileReader, "filereader"),
-             Subject("Compactor", "provider", compactor.Compactor, "compactor")]
+    found = _conforming("ReferenceKernel", "kernel", kernel.ReferenceKernel, bindings=BINDINGS)
+    found += _conforming("FileReader", "provider", filereader.FileReader, "filereader")
+    found += _conforming("Compactor", "provider", compactor.Compactor, "compactor")
+    for role, variants in (("kernel", kernel_variants.VARIANTS), ("provider", provider_variants.VARIANTS)):
+        for name, cls in variants.items():
+            found += _conforming(name, role, cls, getattr(cls, "manifest", ""),
+                                 ("python", "stdio", "grpc") if cls.grpc else ("python", "stdio"))
     found += [Subject(n, "kernel", c, "", c.breaks, c.also, c.property_only) for n, c in kernel_mutants.MUTANTS.items()]
     found += [Subject(n, "provider", c, c.manifest, c.breaks, c.also, c.property_only)
               for n, c in provider_mutants.MUTANTS.items()]
-    harness = f"{sys.executable} {paths.RUNNERS / 'python' / 'grpc_kernel_harness.py'} conformance.reference.kernel:create"
-    found += [Subject("ReferenceKernelOverGrpc", "kernel", None, grpc_command=harness),
-              Subject("HarnessWithoutDeadline", "kernel", None, breaks=("K-TIMEOUT",),
-                      grpc_command=harness + " --no-deadline")]
+    found.append(Subject("HarnessWithoutDeadline", "kernel", kernel.ReferenceKernel, breaks=("K-TIMEOUT",),
+                         binding="grpc", extra_args=" --no-deadline"))
     return found
 
 
 def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
     """Vectors, then properties (no shrinking: the self-test needs the verdict, not the smallest case)."""
     started = time.perf_counter()
-    catalog = catalog_mod.load()
     examples = PROPERTY_ONLY_EXAMPLES if subject.property_only else None
     run = PropertyRun(profile=profile, seed=seed, examples=examples, shrink=False)
-    protocol = KERNEL_PROTOCOL if subject.role == "kernel" else PROVIDER_PROTOCOL
     outcome = Outcome(subject)
     with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
-            Connection(_opener(subject, protocol, Path(workdir))) as connection:
-        vectors = vectors_mod.load_dir(subject.role, catalog)
+            Connection(_opener(subject, Path(workdir))) as connection:
+        vectors = _vectors(subject.role)
         if subject.role == "kernel":
             cases = kernel_run.run_vectors(connection, vectors)
             prop = kernel_property(connection, run)
@@ -120,14 +156,28 @@ def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
             prop = provider_property(connection, run, manifest, Path(workdir) / "properties")
     outcome.by_vectors = _failed(cases)
     outcome.by_properties = _failed([prop])
+    for case in [*cases, prop]:
+        for finding in case.failures():
+            outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")
     outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, prop] if c.error]
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
-def _opener(subject: Subject, protocol: str, workdir: Path):
-    if subject.grpc_command:
-        return lambda: GrpcKernelBinding(workdir, 5.0, command=subject.grpc_command)
+@functools.lru_cache(maxsize=None)
+def _vectors(role: str) -> tuple:
+    """Loaded once per worker process: every subject of a role runs the same vectors."""
+    return tuple(vectors_mod.load_dir(role, catalog_mod.load()))
+
+
+def _opener(subject: Subject, workdir: Path):
+    protocol = KERNEL_PROTOCOL if subject.role == "kernel" else PROVIDER_PROTOCOL
+    if subject.binding == "stdio":
+        return lambda: StdioBinding(subject.command(), protocol, f"{subject.role}-protocol.json", workdir, 10.0)
+    if subject.binding == "grpc" and subject.role == "kernel":
+        return lambda: GrpcKernelBinding(workdir, 5.0, command=subject.command())
+    if subject.binding == "grpc":
+        return lambda: GrpcProviderBinding(workdir, 10.0, command=subject.command())
     return lambda: PythonBinding(subject.name, protocol, 10.0, factory=subject.factory)
 
 
@@ -135,18 +185,27 @@ def _failed(cases: list[CaseResult]) -> set[str]:
     return {f.requirement for c in cases for f in c.failures()}
 
 
-def _certify_by_name(name: str, profile: str, seed: int | None) -> Outcome:
-    subject = next(s for s in subjects() if s.name == name)
+def _certify_by_key(key: tuple[str, str], profile: str, seed: int | None) -> Outcome:
+    subject = next(s for s in subjects() if s.key == key)
     return certify(subject, profile, seed)
 
 
+def _cost(subject: Subject) -> int:
+    """Start the slowest first, so that the workers finish together."""
+    return (subject.binding == "grpc") * 4 + subject.property_only * 2 + (subject.binding == "stdio")
+
+
 def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None) -> list[Outcome]:
-    names = [s.name for s in subjects()]
-    workers = jobs or min(len(names), os.cpu_count() or 1)
+    everyone = subjects()
+    keys = [s.key for s in sorted(everyone, key=_cost, reverse=True)]
+    workers = jobs or min(len(keys), os.cpu_count() or 1)
     if workers <= 1:
-        return [_certify_by_name(n, profile, seed) for n in names]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_certify_by_name, names, [profile] * len(names), [seed] * len(names)))
+        done = [_certify_by_key(k, profile, seed) for k in keys]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(_certify_by_key, keys, [profile] * len(keys), [seed] * len(keys)))
+    by_key = {o.subject.key: o for o in done}
+    return [by_key[s.key] for s in everyone]
 
 
 def unexercised(outcomes: list[Outcome]) -> list[str]:
@@ -157,21 +216,36 @@ def unexercised(outcomes: list[Outcome]) -> list[str]:
 
 
 def render(outcomes: list[Outcome], seconds: float) -> str:
-    lines = [f"{'implementation':<34} {'breaks':<34} {'vectors':<8} {'props':<6} verdict"]
-    for o in outcomes:
+    mutants = [o for o in outcomes if o.subject.mutant]
+    conforming = [o for o in outcomes if not o.subject.mutant]
+    lines = ["Kill matrix: every mutant caught, on the requirements it declares", "",
+             f"{'mutant':<34} {'breaks':<34} {'vectors':<8} {'props':<6} verdict"]
+    for o in mutants:
         s = o.subject
-        target = ", ".join(s.breaks) or "(reference)"
-        verdict = o.problem or ("killed" + (" (property-only)" if s.property_only else "") if s.breaks else "conformant")
-        lines.append(f"{s.name:<34} {target[:34]:<34} {_mark(s, o.by_vectors):<8} {_mark(s, o.by_properties):<6} {verdict}")
+        verdict = o.problem or "killed" + (" (property-only)" if s.property_only else "")
+        name = s.name + ("" if s.binding == "python" else f" [{s.binding}]")
+        lines.append(f"{name:<34} {', '.join(s.breaks)[:34]:<34} {_mark(s, o.by_vectors):<8} "
+                     f"{_mark(s, o.by_properties):<6} {verdict}")
         extra = sorted(o.caught - set(s.breaks))
-        if extra and s.breaks:
-            lines.append(f"{'':<34}   also reported: {', '.join(extra)}" + ("  (NOT DECLARED: " + ", ".join(sorted(o.stray)) + ")" if o.stray else ""))
-    mutants = [o for o in outcomes if o.subject.breaks]
-    lines.append("")
-    lines.append(f"{sum(o.killed for o in mutants)}/{len(mutants)} mutants killed "
-                 f"({sum(o.killed and o.subject.property_only for o in mutants)} only by the property tests); "
-                 f"{sum(not o.problem for o in outcomes if o.subject.reference)}/"
-                 f"{sum(o.subject.reference for o in outcomes)} reference implementations clean; {seconds:.1f}s")
+        if extra:
+            lines.append(f"{'':<34}   also reported: {', '.join(extra)}")
+    lines += ["", "False-failure matrix: the references and every conforming variant pass over each binding", "",
+              f"{'implementation':<34} {'grants':<34} " + " ".join(f"{b:<8}" for b in BINDINGS)]
+    rows: dict[str, dict[str, Outcome]] = {}
+    for o in conforming:
+        rows.setdefault(o.subject.name, {})[o.subject.binding] = o
+    for name, by_binding in rows.items():
+        subject = next(iter(by_binding.values())).subject
+        cells = ["-" if b not in by_binding else "FAIL" if by_binding[b].problem else "clean" for b in BINDINGS]
+        lines.append(f"{name:<34} {(subject.grants or '(reference)')[:34]:<34} " + " ".join(f"{c:<8}" for c in cells))
+        if subject.freedom:
+            lines.append(f"{'':<34}   {subject.freedom}")
+        lines += [f"{'':<34}   {b}: {o.problem}" for b, o in by_binding.items() if o.problem]
+    clean = sum(not o.problem for o in conforming)
+    lines += ["", f"{sum(o.killed and not o.problem for o in mutants)}/{len(mutants)} mutants killed on what they "
+              f"declare ({sum(o.killed and o.subject.property_only for o in mutants)} only by the property tests); "
+              f"{clean}/{len(conforming)} conforming runs clean ({len(rows) - 3} variants and 3 references); "
+              f"{seconds:.1f}s"]
     gaps = unexercised(outcomes)
     if gaps:
         lines.append("requirements no mutant exercises: " + ", ".join(gaps))
@@ -179,18 +253,19 @@ def render(outcomes: list[Outcome], seconds: float) -> str:
 
 
 def _mark(subject: Subject, caught: set[str]) -> str:
-    """Did this part of the suite catch the mutant (or fail the reference)?"""
-    if subject.breaks:
-        return "yes" if set(subject.breaks) & caught else "-"
-    return "FAIL" if caught else "clean"
+    """Did this part of the suite catch the mutant?"""
+    return "yes" if set(subject.breaks) & caught else "-"
 
 
 def to_json(outcomes: list[Outcome], seconds: float) -> dict:
     return {
         "seconds": round(seconds, 2),
-        "subjects": [{"name": o.subject.name, "role": o.subject.role, "breaks": list(o.subject.breaks),
+        "subjects": [{"name": o.subject.name, "role": o.subject.role, "binding": o.subject.binding,
+                      "kind": "mutant" if o.subject.mutant else "variant" if o.subject.freedom else "reference",
+                      "breaks": list(o.subject.breaks), "freedom": o.subject.freedom, "grants": o.subject.grants,
                       "property_only": o.subject.property_only, "by_vectors": sorted(o.by_vectors),
-                      "by_properties": sorted(o.by_properties), "problem": o.problem, "errors": o.errors}
+                      "by_properties": sorted(o.by_properties), "problem": o.problem, "errors": o.errors,
+                      "seconds": round(o.seconds, 2)}
                      for o in outcomes],
         "unexercised": unexercised(outcomes),
     }

@@ -26,7 +26,12 @@ def test_a_wrong_form_is_a_clear_error():
     with pytest.raises(forms.WireFormError, match="ContextSection"):
         forms.normalize("ContextSection", {"tokens": "seven"})
     with pytest.raises(forms.WireFormError):
-        forms.normalize("ContextSection", {"no_such_field": 1})
+        forms.normalize("ContextSection", {"content": "not a list"})
+
+
+def test_fields_the_protos_do_not_declare_are_ignored():
+    section = forms.normalize("ContextSection", {"label": "x", "fromANewerPeer": {"a": [1]}, "tokens": "3"})
+    assert section["label"] == "x" and section["tokens"] == 3 and "fromANewerPeer" not in section
 
 
 def test_fallback_formula_is_one_ceiling_over_total_bytes():

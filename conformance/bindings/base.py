@@ -9,22 +9,30 @@ PROVIDER_PROTOCOL = "ctxconf-provider/1"
 
 
 class CallFailed(Exception):
-    """A call answered with an error: a gRPC status code name, a message, and the
-    ContextError the status carried, if any. Raised by whoever plays the callee."""
+    """A call answered with an error: a gRPC status code name, a message, the
+    ContextError the status carried, if any, and its other details (proto3
+    JSON of google.protobuf.Any, each with its "@type"). Raised by whoever plays
+    the callee."""
 
-    def __init__(self, code: str, message: str = "", context_error: dict | None = None):
+    def __init__(self, code: str, message: str = "", context_error: dict | None = None,
+                 details: list[dict] | None = None):
         super().__init__(f"{code}: {message}")
         self.code, self.message, self.context_error = code, message, context_error
+        self.details = list(details or [])
 
     def to_json(self) -> dict:
         data = {"code": self.code, "message": self.message}
         if self.context_error is not None:
             data["context_error"] = self.context_error
+        if self.details:
+            data["details"] = self.details
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> "CallFailed":
-        return cls(data.get("code", "UNKNOWN"), data.get("message", ""), data.get("context_error"))
+        details = data.get("details")
+        return cls(data.get("code", "UNKNOWN"), data.get("message", ""), data.get("context_error"),
+                   details if isinstance(details, list) else None)
 
 
 class Hang(Exception):

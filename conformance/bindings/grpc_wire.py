@@ -2,9 +2,9 @@
 
 A failure travels as a gRPC status whose details carry the ContextError
 (WIRE.md: google.rpc.Status details, type URL of
-pluggableharness.context.v1.ContextError). A google.rpc.ErrorInfo detail,
-which the upstream SDK sends instead, is recognized only to say so
-(ruling R-ERROR-DETAIL-FORM).
+pluggableharness.context.v1.ContextError). Every other detail, such as the
+google.rpc.ErrorInfo the upstream SDK sends instead, is kept as JSON for the
+checks to judge (ruling R-ERROR-DETAIL-FORM).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from concurrent import futures
 from pathlib import Path
 
 import grpc
-from google.protobuf import any_pb2
-from google.rpc import error_details_pb2, status_pb2
+from google.protobuf import any_pb2, json_format
+from google.rpc import error_details_pb2, status_pb2  # noqa: F401  (registers the google.rpc detail types)
 
 from conformance.bindings.base import CallFailed, HarnessError
 from conformance.wire import forms
@@ -24,7 +24,6 @@ from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
 
 _DETAILS_KEY = "grpc-status-details-bin"
 _CONTEXT_ERROR_TYPE = "pluggableharness.context.v1.ContextError"
-_UPSTREAM_DOMAIN = "context.pluggableharness.dev"
 
 
 class SocketDir:
@@ -60,36 +59,38 @@ def wait_ready(channel: grpc.Channel, timeout: float, what: str) -> None:
 
 
 def failure_from(error: grpc.RpcError) -> CallFailed:
-    """A gRPC error as the suite's CallFailed, with its ContextError when it carries one."""
+    """A gRPC error as the suite's CallFailed: its ContextError detail, and every other detail as JSON."""
     code = error.code().name if error.code() else "UNKNOWN"
-    message = error.details() or ""
-    context_error, note = None, ""
+    context_error, details = None, []
     for key, value in (error.trailing_metadata() or ()):
         if key != _DETAILS_KEY:
             continue
-        status = status_pb2.Status.FromString(value)
-        for detail in status.details:
+        for detail in status_pb2.Status.FromString(value).details:
             if detail.type_url.endswith("/" + _CONTEXT_ERROR_TYPE):
                 found = context_pb2.ContextError()
                 detail.Unpack(found)
                 context_error = forms.to_json(found)
-            elif detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                if info.domain == _UPSTREAM_DOMAIN:
-                    note = f" [carries a google.rpc.ErrorInfo (reason {info.reason}) but no ContextError]"
-    return CallFailed(code, message + note, context_error)
+            else:
+                details.append(_detail_json(detail))
+    return CallFailed(code, error.details() or "", context_error, details)
+
+
+def _detail_json(detail: any_pb2.Any) -> dict:
+    try:
+        return json_format.MessageToDict(detail, preserving_proto_field_name=True)
+    except (TypeError, json_format.SerializeToJsonError):  # a type this process has no descriptor for
+        return {"@type": detail.type_url}
 
 
 def abort(context: grpc.ServicerContext, failure: CallFailed) -> None:
-    """End an RPC with the failure's code, message and ContextError detail."""
+    """End an RPC with the failure's code, message, ContextError detail and other details."""
     code = getattr(grpc.StatusCode, failure.code, grpc.StatusCode.UNKNOWN)
     status = status_pb2.Status(code=code.value[0], message=failure.message)
     if failure.context_error:
         detail = any_pb2.Any()
         detail.Pack(forms.parse("ContextError", failure.context_error))
         status.details.append(detail)
+    for extra in failure.details:
+        status.details.append(json_format.ParseDict(extra, any_pb2.Any()))
     context.set_trailing_metadata(((_DETAILS_KEY, status.SerializeToString()),))
     context.abort(code, failure.message)
-
-

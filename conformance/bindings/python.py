@@ -5,8 +5,8 @@ count_tokens, stop for kernels; hello, get_capabilities, configure,
 contribute, describe, stop for providers). Each takes the op's request
 fields as a dict and a `call(name, provider, request)` function for
 callbacks, and returns the op's result as a dict. `call` returns the
-callback's result or raises an exception carrying `code`, `message` and
-`context_error` (conformance.bindings.base.CallFailed). An op may itself
+callback's result or raises an exception carrying `code`, `message`,
+`context_error` and `details` (conformance.bindings.base.CallFailed). An op may itself
 raise CallFailed to answer with a structured error (a provider's Configure
 or Contribute); the engine decides what that error means.
 
@@ -79,7 +79,7 @@ class PythonBinding:
             except Hang:
                 raise deadline_exceeded() from None
             except CallFailed as failure:
-                raise CallFailed(failure.code, failure.message, _json_copy(failure.context_error)) from None
+                raise CallFailed.from_json(_json_copy(failure.to_json())) from None
 
         outcome: dict = {}
 
@@ -87,7 +87,7 @@ class PythonBinding:
             try:
                 outcome["result"] = _json_copy(method(_json_copy(fields), call))
             except CallFailed as failure:  # a structured error answer: the op's result, not a crash
-                outcome["failed"] = CallFailed(failure.code, failure.message, _json_copy(failure.context_error))
+                outcome["failed"] = CallFailed.from_json(_json_copy(failure.to_json()))
             except Exception:
                 outcome["error"] = traceback.format_exc(limit=8)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from conformance.engine import prompt_text
 from conformance.engine.matching import match
 from conformance.engine.results import Finding
 
@@ -106,18 +107,19 @@ def _history(want, seen):
 
 
 def _prompt(want, seen):
+    """Texts found verbatim or in an escaped form (R-PROMPT-RENDERING)."""
     prompt = seen.get("prompt")
     if prompt is None:
         return ["nothing observed for prompt"]
-    problems = [f"the prompt lacks {s!r}" for s in want.get("contains", []) if s not in prompt]
-    problems += [f"the prompt holds {s!r}" for s in want.get("excludes", []) if s in prompt]
+    problems = [f"the prompt lacks {s!r}" for s in want.get("contains", []) if not prompt_text.find(prompt, s)]
+    problems += [f"the prompt holds {s!r}" for s in want.get("excludes", []) if prompt_text.find(prompt, s)]
     position = 0
     for s in want.get("in_order", []):
-        found = prompt.find(s, position)
-        if found < 0:
+        found = prompt_text.find(prompt, s, position)
+        if found is None:
             problems.append(f"the prompt lacks {s!r} after position {position}")
             break
-        position = found + len(s)
+        position = found[1]
     return problems
 
 

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from conformance.engine import expectations
+from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
 from conformance.engine.kernel_judge import Judgment, Outcome, judge_failure, judge_reply
 from conformance.engine.results import Finding
@@ -45,6 +45,7 @@ class SessionState:
     last_total: int | None = 0          # None: unknown (the previous turn failed)
     rewritten: bool = False             # a rewrite was applied earlier in the session
     before_rewrite: list[dict] | None = None
+    went_wrong: bool = False            # an invariant failed on an earlier turn
 
 
 def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding]:
@@ -58,11 +59,22 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         if record.result is None:
             continue
         where = f"turn {number}"
-        if record.turn.kind == "count_tokens":
+        expect = record.turn.expect
+        if record.turn.kind == "count_tokens":  # one stateless observation: its vector says what it tests
             findings += check_count(scenario, record, where)
-        else:
-            findings += TurnCheck(scenario, sessions, record, where, transcript.features).run()
-        findings += expectations.check(record.turn.expect, observation(record, transcript), where)
+            findings += expectations.check(expect, observation(record, transcript), where)
+            continue
+        state = sessions.setdefault(record.turn.input["session_id"], SessionState())
+        invariants = TurnCheck(scenario, sessions, record, where, transcript.features).run()
+        findings += invariants
+        broken = {f.requirement for f in invariants if not f.passed}
+        if broken or state.went_wrong:
+            # A vector's expectations are written for a session that has gone right so far. Once the
+            # invariants (which follow what the kernel actually did) have charged a fault, expectations
+            # about anything else would charge its consequences too: one fault, one requirement.
+            expect = {r: a for r, a in expect.items() if r in broken}
+        state.went_wrong = state.went_wrong or bool(broken)
+        findings += expectations.check(expect, observation(record, transcript), where)
     return findings
 
 
@@ -241,11 +253,20 @@ class TurnCheck:
     def check_history_fields(self, request: dict, compactor: bool, where: str) -> None:
         shown = request["conversation_history"]
         counts = [self.model.count(tokens.history_content(h)) for h in self.histories]
+        # A rewrite the kernel applied though it may not is charged once, to the rule it broke; the
+        # requests after it are then judged by the history the kernel actually keeps.
+        misapplied = [j for j in self.judgments if j.rejected_history is not None]
         if compactor:
             matched = [i for i, h in enumerate(self.histories) if h == shown]
+            wrong = next((j for j in misapplied if j.rejected_history == shown), None)
             if matched:
                 self.add("K-HISTORY-TO-COMPACTOR", True)
                 counts = [counts[matched[0]]]
+            elif wrong is not None:
+                self.add(wrong.rejected_history_blame, False, f"{wrong.provider}'s rewritten_history replaced the "
+                         f"conversation though it may not: {wrong.why}", where)
+                self.histories.append(shown)
+                counts = [self.model.count(tokens.history_content(shown))]
             elif self.state.before_rewrite is not None and shown == self.state.before_rewrite + self.input["new_messages"]:
                 self.add("K-APPLY-REWRITTEN-HISTORY", False, "the compactor was shown the history from before "
                          "an accepted rewrite", where)
@@ -255,8 +276,16 @@ class TurnCheck:
         else:
             self.add("K-HISTORY-NOT-TO-OTHERS", shown == [],
                      f"a non-compactor was sent {len(shown)} history message(s)", where)
-        self.add("K-HISTORY-TOKENS", request["history_tokens"] in counts,
-                 f"history_tokens {request['history_tokens']}, but the conversation counts "
+        if request["history_tokens"] in counts:
+            self.add("K-HISTORY-TOKENS", True)
+            return
+        wrong = next((j for j in misapplied
+                      if self.model.count(tokens.history_content(j.rejected_history)) == request["history_tokens"]), None)
+        if wrong is not None:
+            self.add(wrong.rejected_history_blame, False, f"history_tokens counts {wrong.provider}'s rewritten_history, "
+                     f"which may not replace the conversation: {wrong.why}", where)
+            return
+        self.add("K-HISTORY-TOKENS", False, f"history_tokens {request['history_tokens']}, but the conversation counts "
                  f"{' or '.join(map(str, sorted(set(counts))))} (R-HISTORY-TOKENS)", where)
 
     # -- judging replies --
@@ -370,30 +399,37 @@ class TurnCheck:
     # -- the prompt and the history --
 
     def check_prompt(self) -> None:
+        """Each kept section's label, then each of its text blocks in order, inside the prompt in chain
+        order, verbatim or escaped; how blocks are joined and boundaries drawn is the kernel's
+        choice (R-PROMPT-RENDERING)."""
         prompt, position = self.result["prompt"], 0
         for section in self.result["sections"]:
-            label, text = section["label"], tokens.text_of(section["content"])
-            at_label = prompt.find(label, position) if label else -1
-            if at_label < 0:
+            label = section["label"]
+            found = prompt_text.find(prompt, label, position) if label else None
+            if found is None:
                 self.add("K-PROMPT-BOUNDARIES", False, f"the section of {section['provider']} labelled {label!r} "
                                                        "has no boundary carrying its label, in chain order")
                 return
-            at_text = prompt.find(text, at_label + len(label))
-            if at_text < 0:
-                whole = text in prompt
-                self.add("K-PROMPT-BOUNDARIES" if whole else "K-NO-KERNEL-CUT", False,
-                         f"the text of {section['provider']}'s section {label!r} "
-                         + ("is not inside a boundary carrying its label" if whole else "is not in the prompt whole"))
-                return
-            position = at_text + len(text)
+            position = found[1]
+            for text in tokens.texts_of(section["content"]):
+                found = prompt_text.find(prompt, text, position)
+                if found is None:
+                    whole = prompt_text.find(prompt, text) is not None
+                    self.add("K-PROMPT-BOUNDARIES" if whole else "K-NO-KERNEL-CUT", False,
+                             f"the text {_clip(text)} of {section['provider']}'s section {label!r} "
+                             + ("is not inside a boundary carrying its label, after the blocks before it"
+                                if whole else "is not in the prompt whole"))
+                    return
+                position = found[1]
         self.add("K-PROMPT-BOUNDARIES", True)
-        kept = " ".join(tokens.text_of(s["content"]) + " " + s["label"] for s in self.result["sections"])
+        kept = [text for s in self.result["sections"] for text in (s["label"], *tokens.texts_of(s["content"]))]
         for judgment in self.judgments:
             for section in judgment.rejected:
-                text = tokens.text_of(section["content"])
-                if len(text) >= 8 and text not in kept and text in prompt:
-                    self.add(judgment.blame, False, f"the prompt still holds the rejected text of "
-                                                    f"{judgment.provider}: {text[:60]!r}")
+                for text in tokens.texts_of(section["content"]):
+                    if len(text) >= 8 and not any(text in k for k in kept) and prompt_text.find(prompt, text):
+                        self.add(judgment.blame, False, f"the prompt still holds the rejected text of "
+                                                        f"{judgment.provider}: {_clip(text)}")
+                        return
 
     def check_history(self) -> None:
         observed = self.result["history"]
@@ -431,6 +467,10 @@ def _cut_from(section: dict, offered: list[dict]) -> bool:
 
 def _same_but_tokens(a: dict, b: dict) -> bool:
     return {**a, "tokens": 0} == {**b, "tokens": 0}
+
+
+def _clip(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def _brief(chain: list[dict]) -> str:

@@ -149,7 +149,10 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
         needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK") for s in unlabeled if not relabel]
         counted = sum(model.count(s["content"]) for s in kept)
         stated = sum(s["tokens"] for s in kept)
-        rejected = Outcome(kept_as_is(prior), needed + [Needed("budget_exceeded", "K-NO-SILENT-FALLBACK")])
+        # When accepting and rejecting a compactor's chain leave the same chain (it returned the prior
+        # chain as it was), only the report shows the budget was enforced at all.
+        enforced = "K-COMPACTOR-BUDGET" if fake.compactor and kept == prior else "K-NO-SILENT-FALLBACK"
+        rejected = Outcome(kept_as_is(prior), needed + [Needed("budget_exceeded", enforced)])
         if counted > budget:
             judgment.outcomes.append(rejected)
             judgment.may_fail_turn = fake.compactor

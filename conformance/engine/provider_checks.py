@@ -75,21 +75,16 @@ class Checker:
 
     def check_failure(self, record: StepRecord, where: str) -> None:
         failure, kind = record.failure, record.step.kind
-        code, context_error = failure["code"], failure.get("context_error")
         if kind in REQUIRED_OPS:
-            self.add("P-RPCS", code != "UNIMPLEMENTED", f"{kind} is not implemented", where)
-        if code == "UNIMPLEMENTED":
+            self.add("P-RPCS", failure["code"] != "UNIMPLEMENTED", f"{kind} is not implemented", where)
+        if failure["code"] == "UNIMPLEMENTED":
             return  # a missing method, not a failure of the provider's work: P-RPCS judges it
-        self.add("P-ERROR-NOT-UNKNOWN", code != "UNKNOWN", "the failure travelled as gRPC UNKNOWN", where)
-        readable = isinstance(context_error, dict) and "unreadable" not in context_error
-        self.add("P-CONTEXT-ERROR-FIELDS", readable and bool(context_error.get("message")),
-                 f"the {code} failure carries no ContextError with a message: {context_error}", where)
-        category = errors.category_of(context_error) if readable else None
-        self.add("P-ERROR-CATEGORIZED", category is not None,
-                 f"the failure has no taxonomy category: {context_error}", where)
-        if category is not None:
-            self.add("P-ERROR-CODE", code == errors.GRPC_CODE[category],
-                     f"{category} travelled as {code}, not {errors.GRPC_CODE[category]}", where)
+        for requirement, judge in ERROR_FORM.items():
+            try:
+                problems = judge(failure)
+            except NotEvaluable:
+                continue
+            self.add(requirement, not problems, "; ".join(problems), where)
 
     # -- answers --
 
@@ -177,12 +172,17 @@ class Checker:
 
 
 def _truncation_problems(own: list[dict], source: str | None) -> list[str]:
-    """The flag says whether the section is less than the whole source (whitespace aside)."""
-    whole = " ".join((source or "").split())
-    return [f"section {s['label']!r} has truncated {s['truncated']} but is "
-            f"{'less than' if cut else 'all of'} its source"
-            for s in own for cut in [" ".join(tokens.text_of(s["content"]).split()) != whole]
-            if s["truncated"] is not cut]
+    """R-TRUNCATED-UNIT, whitespace aside: sections that together hold the whole source say nothing
+    was cut; a section that ends or starts inside a line of the source says it was cut; one made of
+    whole lines may say either, since only the provider knows whether its unit is the file or a part."""
+    lines = [" ".join(line.split()) for line in (source or "").splitlines() if line.strip()]
+    texts = [" ".join(" ".join(tokens.texts_of(s["content"])).split()) for s in own]
+    if own and " ".join(texts) == " ".join(lines):
+        return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
+                for s in own if s["truncated"]]
+    runs = {" ".join(lines[i:j]) for i in range(len(lines)) for j in range(i + 1, len(lines) + 1)}
+    return [f"section {s['label']!r} is cut inside a line of its source, but says truncated false"
+            for s, text in zip(own, texts) if not s["truncated"] and text not in runs]
 
 
 def history_problems(request: dict, reply: dict) -> list[str]:
@@ -198,10 +198,64 @@ def _is_cut(text: str, original: str) -> bool:
     return " ".join(original.split()).startswith(shortened)
 
 
+# --- the error taxonomy, judged on a failure ----------------------------------------------
+
+class NotEvaluable(Exception):
+    """What an assertion looks at is not there in this step (the call failed, or succeeded): no finding."""
+
+
+def _context_error_problems(failure: dict) -> list[str]:
+    context_error = failure.get("context_error")
+    if isinstance(context_error, dict) and "unreadable" not in context_error and context_error.get("message"):
+        return []
+    said = (f"its category travels only in a google.rpc.ErrorInfo ({errors.error_info_category(failure['details'])}); "
+            if errors.error_info_category(failure.get("details", [])) else "")
+    return [f"the {failure['code']} failure carries no ContextError with a message: {said}{context_error}"
+            " (R-ERROR-DETAIL-FORM)"]
+
+
+def _category_problems(failure: dict) -> list[str]:
+    context_error = failure.get("context_error")
+    readable = isinstance(context_error, dict) and "unreadable" not in context_error
+    if readable and errors.category_of(context_error) is not None:
+        return []
+    return [f"the failure carries no ContextError category: {context_error} (R-ERROR-DETAIL-FORM)"]
+
+
+def _code_problems(failure: dict) -> list[str]:
+    category = _claimed(failure)
+    if category is None or (category, failure["code"]) == ("unknown", "UNKNOWN"):
+        raise NotEvaluable  # no category to map; or P-ERROR-NOT-UNKNOWN's own case
+    want = errors.GRPC_CODE[category]
+    return [] if failure["code"] == want else [f"{category} travelled as {failure['code']}, not {want}"]
+
+
+def _not_unknown_problems(failure: dict) -> list[str]:
+    """An unknown failure (or one that names no category: "anything else") is never gRPC UNKNOWN."""
+    if _claimed(failure) not in (None, "unknown"):
+        raise NotEvaluable  # a categorized failure's code is P-ERROR-CODE's business
+    return ["the failure travelled as gRPC UNKNOWN"] if failure["code"] == "UNKNOWN" else []
+
+
+def _claimed(failure: dict) -> str | None:
+    context_error = failure.get("context_error") or {}
+    return errors.claimed_category(None if "unreadable" in context_error else context_error, failure.get("details", []))
+
+
+# Each requirement about a failure's form, judged on its own observable (one fault, one requirement).
+ERROR_FORM = {"P-ERROR-NOT-UNKNOWN": _not_unknown_problems, "P-CONTEXT-ERROR-FIELDS": _context_error_problems,
+              "P-ERROR-CATEGORIZED": _category_problems, "P-ERROR-CODE": _code_problems}
+
+
 # --- explicit expectations ---------------------------------------------------------
 
 def observation(record: StepRecord, checker: Checker) -> dict:
+    """What a step's assertions look at. A failed contribute call contributed nothing: no sections of its
+    own, no text, zero tokens (R-UNSERVABLE-REQUEST); what only a reply has is left out."""
     seen: dict = {"failed": record.failure is not None, "failure": record.failure, "counts": record.counts}
+    if record.step.kind == "contribute" and record.failure is not None:
+        seen |= {"own": [], "own_text": "", "own_total": 0, "chain_total": 0,
+                 "budget": record.request["token_budget"]}
     if record.failure is not None or record.result is None:
         return seen
     if record.step.kind == "contribute":
@@ -220,84 +274,171 @@ def observation(record: StepRecord, checker: Checker) -> dict:
 
 
 def expectations(record: StepRecord, checker: Checker, where: str) -> list[Finding]:
+    """One finding per requirement the step asserts on; none when nothing it asserts is there to judge."""
     if not record.step.expect:
         return []
     seen = observation(record, checker)
     findings = []
     for requirement, assertions in record.step.expect.items():
-        problems = []
-        for key, want in assertions.items():
-            problems += _evaluate(key, want, seen, checker)
+        try:
+            problems = _evaluate_all(assertions, seen, checker)
+        except NotEvaluable:
+            continue
         findings.append(Finding(requirement, not problems, "; ".join(problems), where))
     return findings
 
 
-def _evaluate(key: str, want, seen: dict, checker: Checker) -> list[str]:
+def _evaluate_all(assertions: dict, seen: dict, checker: Checker) -> list[str]:
+    """The problems of every assertion that can be judged; NotEvaluable when none can."""
+    problems, judged = [], False
+    for key, want in assertions.items():
+        try:
+            problems += _evaluate(key, want, seen, checker)
+            judged = True
+        except NotEvaluable:
+            pass
+    if not judged:
+        raise NotEvaluable
+    return problems
+
+
+def _one_of(alternatives: list[dict], seen: dict, checker: Checker) -> list[str]:
+    outcomes, unjudged = [], False
+    for alternative in alternatives:
+        try:
+            outcomes.append(_evaluate_all(alternative, seen, checker))
+        except NotEvaluable:
+            unjudged = True
+    if any(not o for o in outcomes):
+        return []
+    if unjudged:
+        raise NotEvaluable
+    return ["none of the accepted behaviours holds: " + " | ".join("; ".join(o) for o in outcomes)]
+
+
+def _on_failure(judge):
+    """An assertion about a failure's form: judged when the call failed, not evaluable when it succeeded."""
+    def check(want, seen: dict, checker: Checker) -> list[str]:
+        if seen["failure"] is None:
+            raise NotEvaluable
+        return judge(seen["failure"])
+    return check
+
+
+def _fails(want: dict, seen: dict, checker: Checker) -> list[str]:
     failure = seen["failure"]
-    if key == "fails":
-        if failure is None:
-            return ["the call succeeded; it must fail with a structured error"]
-        category = errors.category_of(failure.get("context_error"))
+    if failure is None:
+        return ["the call succeeded; it must fail"]
+    if "category" in want:
+        category = _claimed(failure)
         if category is None:
-            return [f"it failed ({failure['code']}) without a categorized ContextError: not a structured error"]
-        if "category" in want and category != want["category"]:
-            return [f"it failed as {category or 'uncategorized'} ({failure['code']}), not {want['category']}"]
-        if failure["code"] == want.get("not_code"):
-            return [f"the {category} failure travelled as {failure['code']}"]
-        return []
-    if key == "one_of":
-        outcomes = [[p for k, w in alternative.items() for p in _evaluate(k, w, seen, checker)]
-                    for alternative in want]
-        return [] if any(not o for o in outcomes) else [
-            "none of the accepted behaviours holds: " + " | ".join("; ".join(o) for o in outcomes)]
-    if failure is not None:
-        return [f"the call failed: {failure['code']}: {failure.get('message', '')}"]
-    if key == "succeeds":
-        return []
-    if key == "counted_text_only":  # whether it asked at all is P-TOKENS-COUNTTOKENS' business
-        return [f"a CountTokens request held non-text: {c.refused}" for c in seen["counts"] if c.refused.startswith("CountTokens content")]
-    caps = seen.get("capabilities") or {}
-    if key == "capabilities_unchanged":
-        return [] if caps == checker.capabilities else ["the capabilities changed"]
-    if key == "default_budget_positive":
-        return [] if caps.get("default_token_budget", 0) > 0 else [f"default_token_budget {caps.get('default_token_budget', 0)}"]
-    if key == "stability_declared":
-        return [] if caps.get("stability") in STABILITIES else [f"stability {caps.get('stability')}"]
-    if key == "config_schema_declared":
-        return [] if "config_schema" in caps else ["no config_schema"]
-    if key == "producer":
-        return [f"producer: {p}" for p in match(want, seen.get("producer") or {})]
-    if "own" not in seen:
-        return [f"nothing observed for {key}"]
-    own = seen["own"]
-    checks = {
-        "whole_chain": lambda: [] if seen["placement"] != "delta" else ["the reply is a delta: none of the prior sections"],
-        "prior_untouched": lambda: [] if seen["placement"] != "moved" else
-                                   ["the prior sections are not an untouched prefix"],
-        "truncated_iff_cut": lambda: _truncation_problems(own, seen["source_text"]),
-        "own_sections": lambda: [] if want.get("min", 0) <= len(own) <= want.get("max", len(own)) else
-                                [f"{len(own)} own section(s), expected {want}"],
-        "own_text_contains": lambda: [f"its text lacks {t!r}" for t in want if t not in seen["own_text"]],
-        "own_text_excludes": lambda: [f"its text still holds {t!r}" for t in want if t in seen["own_text"]],
-        "truncated": lambda: [f"section {s['label']!r} has truncated {s['truncated']}, expected {want}"
-                              for s in own if s["truncated"] is not want],
-        "within_budget": lambda: [] if seen["own_total"] <= seen["budget"] else
-                                 [f"its sections count {seen['own_total']} against {seen['budget']}"],
-        "chain_fits": lambda: [] if seen["chain_total"] <= seen["budget"] else
-                              [f"the chain counts {seen['chain_total']} against {seen['budget']}"],
-        "tokens_counted": lambda: [f"section {s['label']!r} says {s['tokens']} tokens, CountTokens gives "
-                                   f"{tokens.suite_tokenizer_count(s['content'])}" for s in own
-                                   if s["tokens"] != tokens.suite_tokenizer_count(s["content"])],
-        "own_named": lambda: [f"section {s['label']!r} is named {s['provider']!r}" for s in own
-                              if s["provider"] != checker.manifest.name],
-        "own_labelled": lambda: [f"a section of {s['provider']} has no label" for s in own if not s["label"]],
-        "own_stability": lambda: [f"section {s['label']!r} has stability {s['stability']}" for s in own
-                                  if s["stability"] not in STABILITIES],
-        "own_text_only": lambda: [f"section {s['label']!r} holds a non-text block" for s in own
-                                  if not tokens.is_text_only(s["content"])],
-        "history_blocks_ok": lambda: ["no rewritten_history"] if not seen["rewrites"] else seen["history_problems"],
-        "rewrites_history": lambda: [] if seen["rewrites"] is want else [f"rewritten_history present: {seen['rewrites']}"],
-        "summarizes": lambda: [] if not checker.rewrites or not all(checker.rewrites) else
-                              [f"all {len(checker.rewrites)} rewritten section(s) so far are the original cut short"],
-    }
-    return checks[key]()
+            raise NotEvaluable  # it failed without naming a category: P-ERROR-CATEGORIZED's business
+        if category != want["category"]:
+            return [f"it failed as {category} ({failure['code']}), not {want['category']}"]
+    if failure["code"] == want.get("not_code"):
+        return [f"the failure travelled as {failure['code']}"]
+    return []
+
+
+def _reply(judge):
+    """An assertion about a successful reply: not evaluable when the call failed."""
+    def check(want, seen: dict, checker: Checker) -> list[str]:
+        if seen["failure"] is not None:
+            raise NotEvaluable
+        return judge(want, seen, checker)
+    return check
+
+
+def _own(judge):
+    """An assertion about what the provider contributed; a failed call contributed nothing."""
+    def check(want, seen: dict, checker: Checker) -> list[str]:
+        if "own" not in seen:
+            return ["nothing observed: the step is not a contribute call"]
+        return judge(want, seen, checker)
+    return check
+
+
+def _each_own(judge):
+    """An assertion about every section the provider wrote: not evaluable when it wrote none
+    (a failed call, or a provider with nothing to add this firing)."""
+    def check(want, seen: dict, checker: Checker) -> list[str]:
+        if seen["failure"] is not None or not seen.get("own"):
+            raise NotEvaluable
+        return [problem for section in seen["own"] for problem in judge(want, section, checker)]
+    return check
+
+
+def _capability(test, message):
+    return _reply(lambda want, seen, checker: [] if test(seen.get("capabilities") or {}, checker)
+                  else [message(seen.get("capabilities") or {})])
+
+
+_ASSERTIONS = {
+    "fails": _fails,
+    "one_of": _one_of,
+    "succeeds": lambda want, seen, checker: [] if seen["failure"] is None else
+                [f"the call failed: {seen['failure']['code']}: {seen['failure'].get('message', '')}"],
+    "context_error_complete": _on_failure(_context_error_problems),
+    "categorized": _on_failure(_category_problems),
+    "code_matches_category": _on_failure(_code_problems),
+    "code_not_unknown": _on_failure(_not_unknown_problems),
+    # whether it asked at all is P-TOKENS-COUNTTOKENS' business
+    "counted_text_only": lambda want, seen, checker: [f"a CountTokens request held non-text: {c.refused}"
+                                                      for c in seen["counts"]
+                                                      if c.refused.startswith("CountTokens content")],
+    "capabilities_unchanged": _capability(lambda caps, checker: caps == checker.capabilities,
+                                          lambda caps: "the capabilities changed"),
+    "default_budget_positive": _capability(lambda caps, checker: caps.get("default_token_budget", 0) > 0,
+                                           lambda caps: f"default_token_budget {caps.get('default_token_budget', 0)}"),
+    "stability_declared": _capability(lambda caps, checker: caps.get("stability") in STABILITIES,
+                                      lambda caps: f"stability {caps.get('stability')}"),
+    "config_schema_declared": _capability(lambda caps, checker: "config_schema" in caps,
+                                          lambda caps: "no config_schema"),
+    "producer": _reply(lambda want, seen, checker: [f"producer: {p}" for p in match(want, seen.get("producer") or {})]),
+    # what was contributed: a failed call contributed nothing
+    "own_sections": _own(lambda want, seen, checker: [] if want.get("min", 0) <= len(seen["own"]) <= want.get(
+        "max", len(seen["own"])) else [f"{len(seen['own'])} own section(s), expected {want}"]),
+    "own_text_contains": _own(lambda want, seen, checker: [f"its text lacks {t!r}" for t in want
+                                                           if t not in seen["own_text"]]),
+    "within_budget": _own(lambda want, seen, checker: [] if seen["own_total"] <= seen["budget"] else
+                          [f"its sections count {seen['own_total']} against {seen['budget']}"]),
+    "chain_fits": _own(lambda want, seen, checker: [] if seen["chain_total"] <= seen["budget"] else
+                       [f"the chain counts {seen['chain_total']} against {seen['budget']}"]),
+    # what only a reply has
+    "whole_chain": _reply(lambda want, seen, checker: [] if seen["placement"] != "delta" else
+                          ["the reply is a delta: none of the prior sections"]),
+    "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] != "moved" else
+                              ["the prior sections are not an untouched prefix"]),
+    "truncated_iff_cut": _reply(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"])
+                                if seen["own"] else _not_evaluable()),
+    "own_text_excludes": _reply(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
+                                                             if t in seen["own_text"]]),
+    # every section it wrote
+    "truncated": _each_own(lambda want, s, checker: [] if s["truncated"] is want else
+                           [f"section {s['label']!r} has truncated {s['truncated']}, expected {want}"]),
+    "tokens_counted": _each_own(lambda want, s, checker: [] if s["tokens"] == tokens.suite_tokenizer_count(
+        s["content"]) else [f"section {s['label']!r} says {s['tokens']} tokens, CountTokens gives "
+                            f"{tokens.suite_tokenizer_count(s['content'])}"]),
+    "own_named": _each_own(lambda want, s, checker: [] if s["provider"] == checker.manifest.name else
+                           [f"section {s['label']!r} is named {s['provider']!r}"]),
+    "own_labelled": _each_own(lambda want, s, checker: [] if s["label"] else
+                              [f"a section of {s['provider']} has no label"]),
+    "own_stability": _each_own(lambda want, s, checker: [] if s["stability"] in STABILITIES else
+                               [f"section {s['label']!r} has stability {s['stability']}"]),
+    "own_text_only": _each_own(lambda want, s, checker: [] if tokens.is_text_only(s["content"]) else
+                               [f"section {s['label']!r} holds a non-text block"]),
+    "history_blocks_ok": _reply(lambda want, seen, checker: ["no rewritten_history"] if not seen["rewrites"]
+                                else seen["history_problems"]),
+    "rewrites_history": _reply(lambda want, seen, checker: [] if seen["rewrites"] is want else
+                               [f"rewritten_history present: {seen['rewrites']}"]),
+    "summarizes": _reply(lambda want, seen, checker: [] if not checker.rewrites or not all(checker.rewrites) else
+                         [f"all {len(checker.rewrites)} rewritten section(s) so far are the original cut short"]),
+}
+
+
+def _not_evaluable():
+    raise NotEvaluable
+
+
+def _evaluate(key: str, want, seen: dict, checker: Checker) -> list[str]:
+    return _ASSERTIONS[key](want, seen, checker)

@@ -147,7 +147,8 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
         result = binding.request(step.kind, fields, kernel)
     except CallFailed as failure:
         record.failure = {"code": failure.code, "message": failure.message,
-                          "context_error": _context_error(failure.context_error)}
+                          "context_error": _context_error(failure.context_error),
+                          "details": [d for d in failure.details if isinstance(d, dict)]}
         return
     record.result = _canonical(step.kind, result)
     if step.kind == "get_capabilities" and transcript.capabilities is None:

@@ -12,6 +12,7 @@ hides where no golden vector looks; only the generated scenarios find it.
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 from conformance.bindings.base import CallFailed
@@ -401,9 +402,11 @@ class IgnoresRewrite(ReferenceKernel):
 class AppliesAnyRewrite(ReferenceKernel):
     """Applies rewritten history from any provider, compactor or not."""
 
-    def on_foreign_rewrite(self, provider, chain, reply, session, diagnostics):
-        self.apply_rewrite(session, reply["rewritten_history"])
-        return chain + reply["sections"][len(chain):]
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        if reply["rewritten_history"] and not provider.compactor:
+            self.apply_rewrite(session, reply["rewritten_history"])
+            reply = {**reply, "rewritten_history": []}
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
 
 
 # --- content rules ------------------------------------------------------------------------------------
@@ -440,8 +443,9 @@ class KeepsUnlabelled(ReferenceKernel):
     """Lets a section without a label into the chain and the prompt."""
 
     def admissible(self, provider, sections, diagnostics):
-        kept = super().admissible(provider, [s for s in sections if s["label"]], diagnostics)
-        return kept + [s for s in sections if not s["label"] and tokens.is_text_only(s["content"])]
+        unlabelled = "\0unlabelled"  # passes the label rule; every other rule still applies
+        kept = super().admissible(provider, [{**s, "label": s["label"] or unlabelled} for s in sections], diagnostics)
+        return [{**s, "label": "" if s["label"] == unlabelled else s["label"]} for s in kept]
 
 
 @mutant("K-PROMPT-BOUNDARIES")
@@ -450,6 +454,24 @@ class PromptWithoutBoundaries(ReferenceKernel):
 
     def render(self, chain):
         return "".join(tokens.text_of(s["content"]) for s in chain)
+
+
+@mutant("K-NO-KERNEL-CUT")
+class FirstBlockOnlyInPrompt(ReferenceKernel):
+    """Renders only the first text block of each section into the prompt."""
+
+    def render_section(self, section):
+        return super().render_section({**section, "content": section["content"][:1]})
+
+
+@mutant("K-NO-KERNEL-CUT")
+class SanitizesMarkup(ReferenceKernel):
+    """Strips anything that looks like a markup tag out of the content it renders, instead of escaping it."""
+
+    def render_section(self, section):
+        content = [{"text": {"text": re.sub(r"<[^<>]*>", "", b["text"]["text"])}} if "text" in b else b
+                   for b in section["content"]]
+        return super().render_section({**section, "content": content})
 
 
 # --- scope ---------------------------------------------------------------------------------------------

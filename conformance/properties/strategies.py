@@ -11,7 +11,8 @@ from conformance.wire import errors
 
 # --- leaves -------------------------------------------------------------------------
 
-_TRICKY = ["é", "e\u0301", "😀", "👍🏽", "漢字", "ש", "\u200b", " ", "\n", "\t", "a", "Z", "0", "<", "-"]
+_TRICKY = ["é", "e\u0301", "😀", "👍🏽", "漢字", "ש", "\u200b", " ", "\n", "\t", "a", "Z", "0", "<", "-",
+           "&", '"', "\\", "`", ">"]  # the last five: characters a kernel may escape in its prompt
 
 def _joined(pieces: list[str], max_size: int, min_size: int = 0):
     """Strings made of pieces that may be several code points each (a combining mark, a skin tone)."""
@@ -24,8 +25,9 @@ short_texts = st.one_of(
 )
 huge_texts = st.builds(lambda unit, n: unit * n, st.sampled_from(["x", "é", "😀", "word "]), st.integers(1200, 2000))
 texts = st.one_of(short_texts, short_texts, short_texts, huge_texts)
-labels = st.one_of(st.sampled_from(["CLAUDE.md", "AGENTS.md (root)", "git status", "Notes — café", "L"]),
-                   st.text(alphabet=st.sampled_from(list("abcXYZ é漢-")), min_size=1, max_size=12))
+labels = st.one_of(st.sampled_from(["CLAUDE.md", "AGENTS.md (root)", "git status", "Notes — café", "L",
+                                    'Q&A "draft" <v2>']),
+                   st.text(alphabet=st.sampled_from(list("abcXYZ é漢-<&\"\\")), min_size=1, max_size=12))
 
 non_text_blocks = st.sampled_from([
     {"image": {"data": "iVBORw0KGgo=", "media_type": "image/png"}},

@@ -53,7 +53,7 @@ class Compactor(ReferenceProvider):
 
     def contribute(self, request: dict, call) -> dict:
         req = request["request"]
-        count = Counter(call, (req.get("model_target") or {}).get("id", ""))
+        count = self.counter(call, req)
         reply = {"sections": self.fit_chain(req.get("prior_sections", []), int(req.get("token_budget", 0)), count)}
         if self.history_due(req):
             reply["rewritten_history"] = self.rewrite_history(req["conversation_history"])

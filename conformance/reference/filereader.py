@@ -54,11 +54,10 @@ class FileReader(ReferenceProvider):
         prior = req.get("prior_sections", [])
         if self.path is None:
             raise context_failure("invalid_request", "Contribute before a successful Configure")
-        count = Counter(call, (req.get("model_target") or {}).get("id", ""))
-        own = self.own_section(self.strip(self.read()), int(req.get("token_budget", 0)), count)
+        own = self.own_sections(self.strip(self.read()), int(req.get("token_budget", 0)), self.counter(call, req))
         # The whole chain: the prior sections untouched, then ours
         # (context/protocol.md#contribute-the-context-assemble-rpc).
-        return {"sections": prior + ([own] if own else [])}
+        return {"sections": prior + own}
 
     def read(self) -> str:
         """The file as it is now; gone or unreadable is source_unavailable."""
@@ -72,6 +71,11 @@ class FileReader(ReferenceProvider):
         """Drop authoring artifacts (context/data-types.md#stripping-non-semantic-artifacts):
         a front-matter block at the very start, then every HTML comment."""
         return _HTML_COMMENT.sub("", _FRONT_MATTER.sub("", text, count=1))
+
+    def own_sections(self, text: str, budget: int, count: Counter) -> list[dict]:
+        """One section for the whole file."""
+        section = self.own_section(text, budget, count)
+        return [section] if section else []
 
     def own_section(self, text: str, budget: int, count: Counter) -> dict | None:
         """Whole paragraphs while they fit, else a word-boundary cut; nothing

@@ -62,13 +62,8 @@ class ReferenceKernel:
         config = request["config"]
         self.models = {m["id"]: m for m in config["models"]}
         self.routing = [config["primary_model"], *config.get("fallback_models", [])]
-        self.sessions, self.providers = {}, []
-        for declared in config["providers"]:
-            reply = call("GetCapabilities", declared["name"], {})
-            capabilities = forms.normalize("ContextCapabilities", reply.get("capabilities", {}))
-            call("Configure", declared["name"], {"config": declared.get("config", {})})
-            self.providers.append(Provider(declared["name"], capabilities, declared.get("token_budget_override")))
-        self.providers = self.assembly_order(self.providers)
+        self.sessions = {}
+        self.providers = self.assembly_order(self.start_providers(config["providers"], call))
         return {"warnings": [w for w in (self.budget_warning(), self.stability_warning()) if w]}
 
     def assemble(self, request: dict, call) -> dict:
@@ -102,6 +97,19 @@ class ReferenceKernel:
 
     # --- config load ------------------------------------------------------------------
 
+    def start_providers(self, declared: list[dict], call) -> list[Provider]:
+        """Each provider's capabilities, then its configuration, one provider after another."""
+        providers = []
+        for entry in declared:
+            providers.append(self.provider_from(entry, call("GetCapabilities", entry["name"], {})))
+            call("Configure", entry["name"], {"config": entry.get("config", {})})
+        return providers
+
+    @staticmethod
+    def provider_from(entry: dict, reply: dict) -> Provider:
+        capabilities = forms.normalize("ContextCapabilities", reply.get("capabilities", {}))
+        return Provider(entry["name"], capabilities, entry.get("token_budget_override"))
+
     def assembly_order(self, providers: list[Provider]) -> list[Provider]:
         return providers  # declaration order, always (KC-NO-REORDER)
 
@@ -109,6 +117,10 @@ class ReferenceKernel:
         if provider.override is not None:
             return provider.override
         return int(provider.capabilities.get("default_token_budget", 0))
+
+    def token_budget(self, provider: Provider, model: dict) -> int:
+        """What the provider is handed this turn: its resolved cap, whatever the model."""
+        return self.resolve_cap(provider)
 
     def routing_ceilings(self) -> list[int]:
         return [self.effective_ceiling(self.models[m]) for m in self.routing if m in self.models]
@@ -159,7 +171,7 @@ class ReferenceKernel:
         chain = self.initial_chain(session)
         history_tokens = self.count_history(session, model, call)
         for provider in self.providers_for_turn(session):
-            budget = self.resolve_cap(provider)
+            budget = self.token_budget(provider, model)
             request = self.turn_fields(turn) | {
                 "token_budget": budget, "model_target": self.model_target(model), "prior_sections": chain,
                 "conversation_history": self.history_for(provider, session.history),
@@ -268,8 +280,12 @@ class ReferenceKernel:
         return sum(self.count(s["content"], model, call) for s in chain)
 
     def render(self, chain: list[dict]) -> str:
-        return "\n\n".join(f"<<< {s['label']} | {s['provider']} >>>\n{tokens.text_of(s['content'])}\n"
-                           f"<<< end {s['label']} >>>" for s in chain)
+        return "\n\n".join(self.render_section(s) for s in chain)
+
+    def render_section(self, section: dict) -> str:
+        """A labelled boundary around the section's text (context/data-types.md#labeling)."""
+        return (f"<<< {section['label']} | {section['provider']} >>>\n{tokens.text_of(section['content'])}\n"
+                f"<<< end {section['label']} >>>")
 
     @staticmethod
     def report(diagnostics: list[dict], diagnostic: dict | None) -> None:

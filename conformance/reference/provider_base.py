@@ -33,6 +33,10 @@ def paragraphs(text: str) -> list[str]:
     return [run.strip("\n") for run in runs if run.strip()]
 
 
+class CountUnavailable(CallFailed):
+    """The kernel's CountTokens failed, so no honest token figure can be given."""
+
+
 class Counter:
     """One firing's token counts, each asked of the kernel's CountTokens once and
     never estimated (context/data-types.md#contextsection)."""
@@ -51,8 +55,8 @@ class Counter:
         try:
             self.seen[texts] = int(self.call("CountTokens", None, request)["count"])
         except CallFailed as failure:  # no kernel figure, no honest count to report
-            raise context_failure("unknown", f"CountTokens failed: {failure.code} {failure.message}",
-                                  retryable=True) from None
+            unknown = context_failure("unknown", f"CountTokens failed: {failure.code} {failure.message}", True)
+            raise CountUnavailable(unknown.code, unknown.message, unknown.context_error) from None
         return self.seen[texts]
 
 
@@ -92,6 +96,10 @@ class ReferenceProvider:
     def get_capabilities(self, request: dict, call) -> dict:
         # Fixed properties, never read from the source (context/protocol.md#getcapabilities).
         return {"capabilities": copy.deepcopy(self.CAPABILITIES)}
+
+    def counter(self, call, request: dict) -> Counter:
+        """Counts for this firing, for the model the request targets."""
+        return Counter(call, (request.get("model_target") or {}).get("id", ""))
 
     def describe(self, request: dict, call) -> dict:
         return {"producer": {"name": self.NAME, "version": __version__,

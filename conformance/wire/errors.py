@@ -32,3 +32,23 @@ def category_of(context_error: dict | None) -> str | None:
         return None
     short = name[len(_ENUM_PREFIX):].lower()
     return short if short in CATEGORIES else None
+
+
+ERROR_INFO_TYPE = "google.rpc.ErrorInfo"
+
+
+def error_info_category(details: list[dict]) -> str | None:
+    """The category a google.rpc.ErrorInfo detail names in its reason, as the
+    upstream SDK writes it (ruling R-ERROR-DETAIL-FORM), or None."""
+    for detail in details:
+        if str(detail.get("@type", "")).endswith("/" + ERROR_INFO_TYPE):
+            reason = str(detail.get("reason", ""))
+            short = reason.removeprefix(_ENUM_PREFIX).lower()
+            if short in CATEGORIES:
+                return short
+    return None
+
+
+def claimed_category(context_error: dict | None, details: list[dict]) -> str | None:
+    """The category a failure claims: its ContextError's, else the one an ErrorInfo names."""
+    return category_of(context_error) or error_info_category(details)

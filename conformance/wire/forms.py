@@ -2,7 +2,8 @@
 
 Reading accepts every form the proto3 JSON mapping allows (lowerCamelCase
 names, int64 as strings, enums as numbers, omitted defaults), as real
-implementations emit them. Writing produces one canonical form: snake_case
+implementations emit them, and ignores fields the protos do not declare, as
+a protobuf reader keeps going past fields a newer peer added. Writing produces one canonical form: snake_case
 names, enums by name, int64 as numbers, every field present.
 """
 
@@ -47,7 +48,7 @@ def parse(type_name: str, data: Any) -> ProtoMessage:
     if not isinstance(data, dict):
         raise WireFormError(f"expected a JSON object for {type_name}, got {type(data).__name__}")
     try:
-        json_format.ParseDict(data, message)
+        json_format.ParseDict(data, message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise WireFormError(f"not a valid {type_name}: {exc}") from None
     return message

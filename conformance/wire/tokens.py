@@ -15,9 +15,14 @@ import re
 _WORD = re.compile(r"\S+")
 
 
+def texts_of(content: list[dict]) -> list[str]:
+    """The text of each text block of a list of canonical ContentBlocks, in order."""
+    return [block["text"].get("text", "") for block in content if "text" in block]
+
+
 def text_of(content: list[dict]) -> str:
-    """The text of a list of canonical ContentBlocks, text blocks only, joined."""
-    return "".join(block["text"].get("text", "") for block in content if "text" in block)
+    """The text of a list of canonical ContentBlocks, text blocks only, joined with nothing."""
+    return "".join(texts_of(content))
 
 
 def is_text_only(content: list[dict]) -> bool:

@@ -1,0 +1,58 @@
+"""Finding a section's label and text in a rendered prompt.
+
+A kernel chooses how it renders a section's boundary and may escape what it
+puts inside: XML entities, JSON string escapes, or a backslash in front of
+its own delimiter characters (ruling R-PROMPT-RENDERING). A piece of text is
+found when the prompt holds it verbatim or in any of those escaped forms,
+one character at a time, so that the escaped form decodes to exactly that
+text. ASCII letters, digits and the space have no escaped form: none of
+these escapes touches them. Nothing looser is accepted: a changed, shortened
+or reordered text is not found.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+_XML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9 ]+")
+_PROBE = 64  # characters searched first, so that a long text that is absent is ruled out cheaply
+
+
+def _forms(char: str) -> set[str]:
+    """Every way the escapes above may write one character."""
+    code = ord(char)
+    found = {char, "\\" + char, f"&#{code};", f"&#x{code:x};", f"&#x{code:X};",
+             json.dumps(char)[1:-1], json.dumps(char, ensure_ascii=False)[1:-1]}
+    if char in _XML_NAMES:
+        found.add(f"&{_XML_NAMES[char]};")
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _pattern(text: str) -> re.Pattern:
+    units, at = [], 0
+    for plain in _PLAIN.finditer(text):
+        units += [_alternatives(c) for c in text[at:plain.start()]] + [re.escape(plain.group())]
+        at = plain.end()
+    units += [_alternatives(c) for c in text[at:]]
+    return re.compile("".join(units))
+
+
+def _alternatives(char: str) -> str:
+    return "(?:" + "|".join(map(re.escape, sorted(_forms(char), key=len, reverse=True))) + ")"
+
+
+def find(prompt: str, text: str, start: int = 0) -> tuple[int, int] | None:
+    """Where `text` first appears at or after `start`, verbatim or escaped, as (start, end)."""
+    at = prompt.find(text, start)
+    if at >= 0:
+        return at, at + len(text)
+    if len(text) > _PROBE and not _pattern(text[:_PROBE]).search(prompt, start):
+        return None
+    found = _pattern(text).search(prompt, start)
+    return (found.start(), found.end()) if found else None

@@ -1,0 +1,278 @@
+"""Conforming variants of the reference kernel: each takes one freedom the
+spec or a ruling allows, and the suite must certify every one CONFORMANT.
+
+They are the other half of kernel_mutants. A mutant proves that a check can
+fail; a variant proves that a check does not fail what the spec permits.
+Each declares the freedom it takes and the ruling (or spec anchor) that
+grants it, and overrides as little of ReferenceKernel as it can. `grpc`
+marks the variants the self-test also certifies over the gRPC binding.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+from conformance.bindings.base import CallFailed
+from conformance.proofs import wire_forms
+from conformance.reference.kernel import ReferenceKernel, TurnFailed
+from conformance.wire import errors
+
+VARIANTS: dict[str, type[ReferenceKernel]] = {}
+
+
+def variant(freedom: str, grants: str, grpc: bool = False):
+    def register(cls: type[ReferenceKernel]) -> type[ReferenceKernel]:
+        cls.freedom, cls.grants, cls.grpc = freedom, grants, grpc
+        VARIANTS[cls.__name__] = cls
+        return cls
+    return register
+
+
+def _texts(section: dict) -> list[str]:
+    return [block["text"].get("text", "") for block in section["content"] if "text" in block]
+
+
+# --- rendering the prompt (R-PROMPT-RENDERING) -----------------------------------------
+
+@variant("puts each text block of a section on its own line", "R-PROMPT-RENDERING", grpc=True)
+class BlocksOnSeparateLines(ReferenceKernel):
+    def render_section(self, section):
+        return (f"<<< {section['label']} | {section['provider']} >>>\n" + "\n".join(_texts(section))
+                + f"\n<<< end {section['label']} >>>")
+
+
+@variant("joins the text blocks of a section with a space", "R-PROMPT-RENDERING")
+class BlocksJoinedBySpace(ReferenceKernel):
+    def render_section(self, section):
+        return f"[{section['label']}]\n" + " ".join(_texts(section)) + "\n[/]"
+
+
+@variant("XML-like tags with escaped attribute values, content escaped as XML text", "R-PROMPT-RENDERING")
+class XmlTags(ReferenceKernel):
+    def render_section(self, section):
+        body = "\n".join(html.escape(t, quote=False) for t in _texts(section))
+        return (f'<context_section provider="{html.escape(section["provider"])}" '
+                f'label="{html.escape(section["label"])}">\n{body}\n</context_section>')
+
+
+@variant("a Markdown heading per section, Markdown punctuation in labels backslash-escaped", "R-PROMPT-RENDERING")
+class MarkdownHeadings(ReferenceKernel):
+    def render_section(self, section):
+        label = re.sub(r"([\\`*_{}\[\]()#+\-.!<>|])", r"\\\1", section["label"])
+        return f"## {label}\n\n" + "\n\n".join(_texts(section))
+
+
+@variant("a heading then a code fence longer than any backtick run in the content", "R-PROMPT-RENDERING")
+class LongFences(ReferenceKernel):
+    def render_section(self, section):
+        text = "\n".join(_texts(section))
+        longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+        fence = "`" * max(3, longest + 1)
+        return f"### {section['label']} (from {section['provider']})\n{fence}\n{text}\n{fence}"
+
+
+@variant("one JSON object per section: label and every block as JSON strings, non-ASCII escaped",
+         "R-PROMPT-RENDERING")
+class JsonSections(ReferenceKernel):
+    def render(self, chain):
+        return "\n".join(json.dumps({"section": s["label"], "from": s["provider"], "text": _texts(s)})
+                         for s in chain)
+
+
+@variant("labels quoted as JSON strings in a banner line, content raw", "R-PROMPT-RENDERING")
+class QuotedLabels(ReferenceKernel):
+    def render_section(self, section):
+        return f"=== section {json.dumps(section['label'], ensure_ascii=False)} ===\n" + "".join(_texts(section))
+
+
+@variant("escapes its own delimiter characters (and backslash) inside labels and content", "R-PROMPT-RENDERING")
+class EscapesOwnDelimiters(ReferenceKernel):
+    @staticmethod
+    def escape(text: str) -> str:
+        return re.sub(r"([\\<>|])", r"\\\1", text)
+
+    def render_section(self, section):
+        label = self.escape(section["label"])
+        return (f"<<< {label} | {section['provider']} >>>\n" + self.escape("".join(_texts(section)))
+                + f"\n<<< end {label} >>>")
+
+
+# --- what the kernel does with a reply ---------------------------------------------------------
+
+@variant("gives an unlabelled section a label of its own instead of dropping it", "R-MISSING-LABEL")
+class RelabelsUnlabelled(ReferenceKernel):
+    def admissible(self, provider, sections, diagnostics):
+        named = [{**s, "label": s["label"] or f"untitled section from {provider.name}"} for s in sections]
+        return super().admissible(provider, named, diagnostics)
+
+
+@variant("fails the turn, with the provider's message, on invalid_request, unknown and bare failures",
+         "R-ERROR-ISOLATION", grpc=True)
+class FailsTurnOnUnsettledFailures(ReferenceKernel):
+    def on_failure(self, provider, failure):
+        if errors.category_of(failure.context_error) in errors.ISOLATING:
+            return super().on_failure(provider, failure)
+        message = (failure.context_error or {}).get("message") or failure.message
+        raise TurnFailed(f"context-assemble stopped at {provider.name} ({failure.code}): {message}")
+
+
+@variant("fails the turn when a compactor's chain is over its budget", "R-COMPACTOR-OVER-BUDGET")
+class FailsTurnOnOverBudgetCompactor(ReferenceKernel):
+    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
+        raise TurnFailed(f"compactor {provider.name} returned a chain over its budget of {budget}")
+
+
+@variant("keeps the token figure a provider stated on a section it accepts", "R-TOKENS-RECOUNT")
+class KeepsStatedFigures(ReferenceKernel):
+    def recounted(self, sections, model, call):
+        return sections
+
+
+@variant("also rejects sections whose stated figure is over the budget, though their count fits",
+         "R-TOKENS-RECOUNT")
+class RejectsOverstatedFigures(ReferenceKernel):
+    def over_budget(self, sections, budget, model, call):
+        return super().over_budget(sections, budget, model, call) or sum(s["tokens"] for s in sections) > budget
+
+
+@variant("scales every budget down when the caps do not fit the turn's model", "R-BUDGET-SMALLER-MODEL")
+class ScalesBudgetsToSmallModels(ReferenceKernel):
+    def token_budget(self, provider, model):
+        caps = sum(self.resolve_cap(p) for p in self.providers)
+        ceiling = self.effective_ceiling(model)
+        cap = self.resolve_cap(provider)
+        return cap if caps <= ceiling else max(0, cap * ceiling // caps)
+
+
+@variant("shows later compactors of the firing the history as it was, applying the last rewrite at the end",
+         "R-REWRITE-VISIBILITY")
+class RewriteAppliedAfterFiring(ReferenceKernel):
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.pending = None
+        chain = super().run_chain(turn, model, session, diagnostics, call)
+        if self.pending is not None:
+            session.history = self.pending
+        return chain
+
+    def apply_rewrite(self, session, history):
+        self.pending = history
+
+
+@variant("keeps a non-compactor's sections, reports and ignores the rewritten_history it returned",
+         "R-NONCOMPACTOR-REWRITE")
+class KeepsSectionsOfForeignRewrite(ReferenceKernel):
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        if reply["rewritten_history"] and not provider.compactor and self.in_scope(provider, chain, reply["sections"]):
+            self.report(diagnostics, self.diagnostic(provider, "scope_violation",
+                                                     "only a compactor may rewrite the history; rewrite ignored"))
+            reply = {**reply, "rewritten_history": []}
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@variant("retries a failure marked retryable once before isolating the provider", "R-ERROR-ISOLATION")
+class RetriesRetryableOnce(ReferenceKernel):
+    def contribute(self, provider, request, call):
+        try:
+            return super().contribute(provider, request, call)
+        except CallFailed as failure:
+            category = errors.category_of(failure.context_error)
+            if not (failure.context_error or {}).get("retryable") or category in (None, "invalid_request"):
+                raise
+            return super().contribute(provider, request, call)
+
+
+@variant("remembers token counts instead of asking the tokenizer again for the same content",
+         "kernel-callbacks.md#open-questions")
+class CachesTokenCounts(ReferenceKernel):
+    def count(self, content, model, call):
+        key = (model["id"], json.dumps(content, sort_keys=True))
+        cache = self.__dict__.setdefault("counts", {})
+        if key not in cache:
+            cache[key] = super().count(content, model, call)
+        return cache[key]
+
+    def load(self, request, call):
+        self.counts = {}
+        return super().load(request, call)
+
+
+# --- the harness surface ----------------------------------------------------------------------
+
+@variant("offers no optional feature: no count_tokens op, no reload", "DESIGN §5 (features are optional)")
+class NoOptionalFeatures(ReferenceKernel):
+    FEATURES: list[str] = []
+
+
+@variant("asks every provider for its capabilities before configuring any", "context/protocol.md#configure")
+class CapabilitiesBeforeConfigure(ReferenceKernel):
+    def start_providers(self, declared, call):
+        providers = [self.provider_from(entry, call("GetCapabilities", entry["name"], {})) for entry in declared]
+        for entry in declared:
+            call("Configure", entry["name"], {"config": entry.get("config", {})})
+        return providers
+
+
+@variant("reports every rejected section on its own as well as the provider, with extra fields everywhere",
+         "R-LOG-AS-DIAGNOSTIC")
+class ChattyDiagnostics(ReferenceKernel):
+    def hello(self, request, call):
+        return {**super().hello(request, call), "build": {"commit": "0123abc", "dirty": False}}
+
+    def load(self, request, call):
+        return {**super().load(request, call), "providers_loaded": len(request["config"]["providers"])}
+
+    def assemble(self, request, call):
+        result = super().assemble(request, call)
+        result["diagnostics"] = [{**d, "severity": "warning", "turn_id": request["turn"]["turn_id"]}
+                                 for d in result["diagnostics"]]
+        return {**result, "timing_ms": {"context_assemble": 1.5}}
+
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        for section in own:
+            self.report(diagnostics, self.diagnostic(provider, "budget_exceeded", "dropped with its provider's "
+                                                     "other sections", section, kind="section_dropped"))
+        return super().on_over_budget(provider, chain, own, budget, model, diagnostics)
+
+
+class _WireForms(ReferenceKernel):
+    """Speaks another JSON form of every protobuf message it sends or returns."""
+
+    @staticmethod
+    def form(type_name: str, data: dict) -> dict:
+        raise NotImplementedError
+
+    def recode(self, call):
+        types = {"Contribute": "ContextRequest", "CountTokens": "CountTokensRequest"}
+
+        def send(name, provider, request):
+            return call(name, provider, self.form(types[name], request) if name in types else request)
+        return send
+
+    def load(self, request, call):
+        return super().load(request, self.recode(call))
+
+    def assemble(self, request, call):
+        result = super().assemble(request, self.recode(call))
+        return {**result, "sections": wire_forms.each(self.form, "ContextSection", result["sections"]),
+                "history": wire_forms.each(self.form, "Message", result["history"])}
+
+    def count_tokens(self, request, call):
+        return self.form("CountTokensResult", super().count_tokens(request, self.recode(call)))
+
+
+@variant("Go protojson forms: lowerCamelCase names, int64 as strings, default values omitted", "DESIGN §4")
+class ProtojsonForms(_WireForms):
+    form = staticmethod(wire_forms.protojson)
+
+
+@variant("enums as numbers", "DESIGN §4")
+class EnumsAsNumbers(_WireForms):
+    form = staticmethod(wire_forms.enums_as_numbers)
+
+
+@variant("fields the suite's protos do not declare, in every message", "DESIGN §4")
+class UnknownFields(_WireForms):
+    form = staticmethod(wire_forms.with_unknown_fields)
+

@@ -1,0 +1,222 @@
+"""Conforming variants of the reference providers: each takes one freedom the
+spec or a ruling allows, and the suite must certify every one CONFORMANT.
+
+They are the other half of provider_mutants, declared the same way: the
+freedom taken, the ruling or spec anchor that grants it, the manifest the
+variant is certified with, and whether the self-test also certifies it over
+gRPC (where the variant's freedom shows on the wire).
+"""
+
+from __future__ import annotations
+
+from conformance.bindings.base import CallFailed
+from conformance.proofs import wire_forms
+from conformance.reference.compactor import Compactor
+from conformance.reference.filereader import FileReader
+from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
+                                                 longest_fitting, paragraphs, text_block)
+from conformance.wire import errors
+
+VARIANTS: dict[str, type[ReferenceProvider]] = {}
+
+
+def variant(freedom: str, grants: str, grpc: bool = False):
+    def register(cls):
+        cls.freedom, cls.grants, cls.grpc = freedom, grants, grpc
+        cls.manifest = "compactor" if issubclass(cls, Compactor) else "filereader"
+        VARIANTS[cls.__name__] = cls
+        return cls
+    return register
+
+
+# --- requests it cannot serve (R-UNSERVABLE-REQUEST) ------------------------------------------
+
+@variant("answers a token_budget of 0 with an invalid_request error", "R-UNSERVABLE-REQUEST", grpc=True)
+class RefusesZeroBudget(FileReader):
+    def contribute(self, request, call):
+        if int(request["request"].get("token_budget", 0)) == 0:
+            raise context_failure("invalid_request", "a token_budget of 0 leaves no room for any content")
+        return super().contribute(request, call)
+
+
+@variant("fails with budget_exceeded when not one word of its source fits", "R-UNSERVABLE-REQUEST")
+class BudgetExceededWhenNothingFits(FileReader):
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        if not sections and text.strip():
+            raise context_failure("budget_exceeded", f"not one word of {self.label} fits {budget} tokens")
+        return sections
+
+
+@variant("contributes no section when the kernel's CountTokens fails", "R-COUNTTOKENS-UNAVAILABLE")
+class NoSectionWithoutCounts(FileReader):
+    def contribute(self, request, call):
+        try:
+            return super().contribute(request, call)
+        except CountUnavailable:
+            return {"sections": request["request"].get("prior_sections", [])}
+
+
+# --- how its content is cut into sections and counted ---------------------------------------
+
+@variant("one section per paragraph, each whole one flagged not truncated", "R-TRUNCATED-UNIT")
+class SectionPerParagraph(FileReader):
+    def own_sections(self, text, budget, count):
+        pieces = paragraphs(text)
+        kept = longest_fitting(len(pieces), lambda k: sum(count(text_block(p)) for p in pieces[:k]) <= budget)
+        if not kept:
+            return super().own_sections(text, budget, count)
+        return [self.section(f"{self.label} ({i + 1}/{len(pieces)})", piece, count(text_block(piece)), False)
+                for i, piece in enumerate(pieces[:kept])]
+
+
+@variant("one section whose blocks are its paragraphs, counted in one CountTokens call",
+         "context/data-types.md#contextsection")
+class BlockPerParagraph(FileReader):
+    def blocks_count(self, blocks, count):
+        return count(blocks)
+
+    def own_sections(self, text, budget, count):
+        pieces = paragraphs(text)
+        kept = longest_fitting(len(pieces), lambda k: self.blocks_count(
+            [b for p in pieces[:k] for b in text_block(p)], count) <= budget)
+        if not kept:
+            return super().own_sections(text, budget, count)
+        blocks = [b for p in pieces[:kept] for b in text_block(p)]
+        return [{**self.section(self.label, "", 0, kept < len(pieces)), "content": blocks,
+                 "tokens": self.blocks_count(blocks, count)}]
+
+
+@variant("counts each block of a section in its own CountTokens call and adds them up",
+         "context/data-types.md#contextsection")
+class CountsEachBlock(BlockPerParagraph):
+    def blocks_count(self, blocks, count):
+        return sum(count([block]) for block in blocks)
+
+
+@variant("asks CountTokens without a model_ref, leaving the model to the kernel", "kernel-callbacks.md#counttokens")
+class OmitsModelRef(FileReader):
+    def counter(self, call, request):
+        return Counter(call, "")
+
+
+# --- configuration and errors ----------------------------------------------------------------------
+
+@variant("rejects a missing source at Configure as source_unavailable", "context/protocol.md#configure")
+class ConfigureSaysSourceUnavailable(FileReader):
+    def resolve(self, root, path):
+        try:
+            return super().resolve(root, path)
+        except CallFailed as failure:
+            if "is not a file" not in failure.message:
+                raise
+            raise context_failure("source_unavailable", failure.message, retryable=True) from None
+
+
+@variant("error statuses carry a google.rpc.ErrorInfo and a DebugInfo beside the ContextError",
+         "R-ERROR-DETAIL-FORM", grpc=True)
+class ExtraErrorDetails(FileReader):
+    @staticmethod
+    def detailed(failure: CallFailed) -> CallFailed:
+        category = errors.category_of(failure.context_error) or "unknown"
+        return CallFailed(failure.code, failure.message, failure.context_error, [
+            {"@type": f"type.googleapis.com/{errors.ERROR_INFO_TYPE}", "reason": category,
+             "domain": "context.pluggableharness.dev", "metadata": {"retryable": "true"}},
+            {"@type": "type.googleapis.com/google.rpc.DebugInfo", "detail": "raised in FileReader"}])
+
+    def configure(self, request, call):
+        try:
+            return super().configure(request, call)
+        except CallFailed as failure:
+            raise self.detailed(failure) from None
+
+    def contribute(self, request, call):
+        try:
+            return super().contribute(request, call)
+        except CallFailed as failure:
+            raise self.detailed(failure) from None
+
+
+# --- the harness surface and wire forms ----------------------------------------------------------------
+
+@variant("offers no optional feature (no reload: a fresh process for every case)", "DESIGN §6")
+class NoReload(FileReader):
+    def hello(self, request, call):
+        return {**super().hello(request, call), "features": []}
+
+
+class _WireForms(FileReader):
+    """Speaks another JSON form of every protobuf message it returns or sends."""
+
+    form = staticmethod(wire_forms.protojson)
+
+    def recode(self, call):
+        return lambda name, provider, request: call(name, provider, self.form("CountTokensRequest", request))
+
+    def get_capabilities(self, request, call):
+        return self.form("GetCapabilitiesResponse", super().get_capabilities(request, call))
+
+    def contribute(self, request, call):
+        return self.form("ContextContribution", super().contribute(request, self.recode(call)))
+
+    def describe(self, request, call):
+        return self.form("DescribeResponse", super().describe(request, call))
+
+
+@variant("Go protojson forms: lowerCamelCase names, int64 as strings, default values omitted", "DESIGN §4")
+class ProtojsonForms(_WireForms):
+    form = staticmethod(wire_forms.protojson)
+
+
+@variant("enums as numbers", "DESIGN §4")
+class EnumsAsNumbers(_WireForms):
+    form = staticmethod(wire_forms.enums_as_numbers)
+
+
+@variant("fields the suite's protos do not declare, in every message, prior sections included", "DESIGN §4")
+class UnknownFields(_WireForms):
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        return {**reply, "sections": wire_forms.each(wire_forms.with_unknown_fields, "ContextSection",
+                                                     reply["sections"])}
+
+    form = staticmethod(wire_forms.with_unknown_fields)
+
+
+# --- compactors --------------------------------------------------------------------------------------------
+
+@variant("never rewrites the conversation history", "context/protocol.md#session-wide-conversation-compaction")
+class CompactorKeepsHistory(Compactor):
+    def history_due(self, req):
+        return False
+
+
+@variant("summarizes the whole conversation, keeping no verbatim tail", "R-REWRITTEN-HISTORY-CONTENT")
+class CompactorSummarizesAllHistory(Compactor):
+    KEEP_TAIL = 0
+
+    def history_due(self, req):
+        return bool(req.get("conversation_history")) and super().history_due(req)
+
+    def rewrite_history(self, history):
+        notes = [self.first_lead({"content": m.get("content", [])}) for m in history]
+        return [{"role": "ROLE_USER", "content": text_block("Summary of the conversation: " + " / ".join(notes)),
+                 "id": ""}]
+
+
+@variant("merges the whole chain into one section of its own whenever it is over budget",
+         "context/data-types.md#ordering--chaining")
+class CompactorMergesAll(Compactor):
+    def fit_chain(self, prior, budget, count):
+        return prior if self.total(prior, count) <= budget else self.merged(prior, budget, count)
+
+
+@variant("drops other providers' sections, last first, before summarizing what is left",
+         "context/data-types.md#ordering--chaining")
+class CompactorDropsFirst(Compactor):
+    def fit_chain(self, prior, budget, count):
+        chain = list(prior)
+        while len(chain) > 1 and self.total(chain, count) > budget:
+            chain.pop()
+        return super().fit_chain(chain, budget, count)
+

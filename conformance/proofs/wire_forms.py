@@ -1,0 +1,33 @@
+"""The other JSON forms a real implementation may emit for the same protobuf
+message: what Go's protojson writes (lowerCamelCase, int64 as strings, default
+values left out), enums as numbers, and fields the reader has never heard of.
+The conforming variants speak them, to prove the suite reads every form the
+proto3 JSON mapping allows (DESIGN §4)."""
+
+from __future__ import annotations
+
+from google.protobuf import json_format
+
+from conformance.wire import forms
+
+# A field no version of the protos declares; readers must ignore it.
+UNKNOWN_FIELD = {"ctxconfFutureField": {"note": "added by a newer peer", "values": [1, "two"]}}
+
+
+def protojson(type_name: str, data: dict) -> dict:
+    """Go protojson's default output: lowerCamelCase names, int64 as strings, defaults omitted."""
+    return json_format.MessageToDict(forms.parse(type_name, data))
+
+
+def enums_as_numbers(type_name: str, data: dict) -> dict:
+    """snake_case and every field present, but enums by number."""
+    return json_format.MessageToDict(forms.parse(type_name, data), preserving_proto_field_name=True,
+                                     use_integers_for_enums=True, always_print_fields_with_no_presence=True)
+
+
+def with_unknown_fields(type_name: str, data: dict) -> dict:
+    return {**forms.normalize(type_name, data), **UNKNOWN_FIELD}
+
+
+def each(form, type_name: str, items: list[dict]) -> list[dict]:
+    return [form(type_name, item) for item in items]
