@@ -4,6 +4,7 @@ is certified. Each answers the kernel's callbacks from its script."""
 from __future__ import annotations
 
 import copy
+import time
 
 from conformance.bindings.base import CallFailed, Hang
 from conformance.engine import shorthand
@@ -47,6 +48,7 @@ class FakeProviders:
 
     def _contribute(self, fake: FakeProvider, request: dict) -> dict:
         action = fake.action(self.turn.index if self.turn else 0)
+        time.sleep(action.get("delay_ms", 0) / 1000)
         if action.get("hang"):
             raise Hang()
         if "error" in action:

@@ -401,8 +401,8 @@ class TurnCheck:
     def check_prompt(self) -> None:
         """Each kept section's label, then each of its text blocks in order, inside the prompt in chain
         order, verbatim or escaped; how blocks are joined and boundaries drawn is the kernel's
-        choice (R-PROMPT-RENDERING)."""
-        prompt, position = self.result["prompt"], 0
+        choice (R-PROMPT-RENDERING). Rejected text must not appear outside what was kept."""
+        prompt, position, spans = self.result["prompt"], 0, []
         for section in self.result["sections"]:
             label = section["label"]
             found = prompt_text.find(prompt, label, position) if label else None
@@ -411,6 +411,7 @@ class TurnCheck:
                                                        "has no boundary carrying its label, in chain order")
                 return
             position = found[1]
+            spans.append(found)
             for text in tokens.texts_of(section["content"]):
                 found = prompt_text.find(prompt, text, position)
                 if found is None:
@@ -421,12 +422,13 @@ class TurnCheck:
                                 if whole else "is not in the prompt whole"))
                     return
                 position = found[1]
+                spans.append(found)
         self.add("K-PROMPT-BOUNDARIES", True)
-        kept = [text for s in self.result["sections"] for text in (s["label"], *tokens.texts_of(s["content"]))]
+        gaps = [prompt[a:b] for a, b in _gaps(spans, len(prompt))]
         for judgment in self.judgments:
             for section in judgment.rejected:
                 for text in tokens.texts_of(section["content"]):
-                    if len(text) >= 8 and not any(text in k for k in kept) and prompt_text.find(prompt, text):
+                    if len(text) >= 8 and any(prompt_text.find(gap, text) for gap in gaps):
                         self.add(judgment.blame, False, f"the prompt still holds the rejected text of "
                                                         f"{judgment.provider}: {_clip(text)}")
                         return
@@ -467,6 +469,16 @@ def _cut_from(section: dict, offered: list[dict]) -> bool:
 
 def _same_but_tokens(a: dict, b: dict) -> bool:
     return {**a, "tokens": 0} == {**b, "tokens": 0}
+
+
+def _gaps(spans: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:
+    """The stretches of the prompt outside every span (where the kept labels and blocks were found)."""
+    gaps, at = [], 0
+    for start, stop in sorted(spans):
+        if start > at:
+            gaps.append((at, start))
+        at = max(at, stop)
+    return gaps + ([(at, end)] if at < end else [])
 
 
 def _clip(text: str) -> str:

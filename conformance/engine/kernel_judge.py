@@ -150,8 +150,9 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
         counted = sum(model.count(s["content"]) for s in kept)
         stated = sum(s["tokens"] for s in kept)
         # When accepting and rejecting a compactor's chain leave the same chain (it returned the prior
-        # chain as it was), only the report shows the budget was enforced at all.
-        enforced = "K-COMPACTOR-BUDGET" if fake.compactor and kept == prior else "K-NO-SILENT-FALLBACK"
+        # chain as it was, token figures aside), only the report shows the budget was enforced at all.
+        enforced = "K-COMPACTOR-BUDGET" if fake.compactor and _figures_aside(kept) == _figures_aside(prior) \
+            else "K-NO-SILENT-FALLBACK"
         rejected = Outcome(kept_as_is(prior), needed + [Needed("budget_exceeded", enforced)])
         if counted > budget:
             judgment.outcomes.append(rejected)
@@ -176,6 +177,10 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
         judgment.rejected_history = rewrite
     judgment.why = "; ".join(notes) or judgment.why
     return judgment
+
+
+def _figures_aside(sections: list[dict]) -> list[dict]:
+    return [{**s, "tokens": None} for s in sections]
 
 
 def _budget_blame(fake: FakeProvider, kept: list[dict], budget: int, model: Model) -> str | None:

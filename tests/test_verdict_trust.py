@@ -1,0 +1,139 @@
+"""Verdicts a user can trust: spec-legal behaviour is never failed, and a
+fault is charged to the one requirement whose observable it broke.
+
+The self-test proves this wholesale (tests/test_selftest.py). These tests pin
+down the situations that once went wrong, one by one, so that a regression
+names itself."""
+
+import sys
+
+import pytest
+
+from conformance import catalog as catalog_mod, manifest as manifest_mod
+from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL
+from conformance.bindings.grpc_provider import GrpcProviderBinding
+from conformance.bindings.python import PythonBinding
+from conformance.engine import kernel_run, provider_run
+from conformance.engine.connection import Connection
+from conformance.engine.scenario import from_vector
+from conformance.properties.runner import PropertyRun, kernel_property
+from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants, provider_variants
+from conformance.reports.verdict import build
+from tests.conftest import MANIFESTS, ROOT, certify_provider, certify_python, failed_requirements
+
+SERVER = f"{sys.executable} {ROOT / 'runners' / 'python' / 'grpc_provider_server.py'}"
+
+
+# --- the three situations issue 8 reported ---------------------------------------------------
+
+def test_blocks_on_separate_lines_are_not_a_kernel_cut(kernel_vectors):
+    variant = kernel_variants.VARIANTS["BlocksOnSeparateLines"]
+    assert failed_requirements(certify_python(variant, kernel_vectors)) == set()
+    with Connection(lambda: PythonBinding("v", KERNEL_PROTOCOL, 10.0, factory=variant)) as connection:
+        generated = kernel_property(connection, PropertyRun(profile="ci"))
+    assert generated.status == "pass", [f.message for f in generated.failures()][:2]
+
+
+def test_an_error_at_budget_zero_contributes_nothing_and_exceeds_nothing(provider_vectors, tmp_path):
+    results = certify_provider(provider_variants.RefusesZeroBudget, "filereader", provider_vectors, tmp_path)
+    assert failed_requirements(results) == set()
+    step = next(r for r in results if r.id == "provider/budget/tiny-budgets-respected")
+    assert any(f.requirement == "P-WITHIN-BUDGET" and f.passed and "step 4" in f.where for f in step.findings)
+    assert any(f.requirement == "P-ERROR-CODE" and f.passed for f in step.findings), "the error itself is judged"
+
+
+@pytest.mark.parametrize("binding", ["python", "grpc"])
+def test_an_error_info_instead_of_a_context_error_fails_only_the_detail(binding, provider_vectors, tmp_path):
+    mutant = provider_mutants.MUTANTS["ErrorInfoInsteadOfContextError"]
+    if binding == "grpc":
+        command = f"{SERVER} {mutant.__module__}:{mutant.__name__}"
+        opener = lambda: GrpcProviderBinding(tmp_path, 10.0, command=command)
+    else:
+        opener = lambda: PythonBinding("m", PROVIDER_PROTOCOL, 10.0, factory=mutant)
+    manifest = manifest_mod.load(MANIFESTS / "filereader.yaml")
+    with Connection(opener) as connection:
+        results = provider_run.run_vectors(connection, provider_vectors, manifest, tmp_path / "cases")
+    report = build(catalog_mod.load(), catalog_mod.PROVIDER_ROLES, "provider", results, binding, {}, 0.0)
+    status = {r.id: r.status for r in report.requirements}
+    assert {r for r, s in status.items() if s == "fail"} == {"P-CONTEXT-ERROR-FIELDS", "P-ERROR-CATEGORIZED"}
+    for right in ("P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TOKENS-COUNTTOKENS", "P-SOURCE-UNAVAILABLE",
+                  "P-CONFIGURE-REJECT"):
+        assert status[right] == "pass", right
+
+
+# --- one fault, one requirement ---------------------------------------------------------------
+
+# Each mutant, on the golden vectors, fails exactly these requirements; the comment says what
+# it was charged with before the cascade was removed.
+KERNEL_CASCADES = {
+    # 15 more: every expectation written for providers called in order
+    "AlphabeticalOrder": {"K-DECLARATION-ORDER", "KC-NO-REORDER"},
+    # requests never sent were charged to every field they should have carried
+    "SessionStartOnly": {"K-FIRE-EACH-TURN"},
+    # every chain and diagnostic the failed turn no longer had
+    "FailsTurnOnBudget": {"K-BUDGET-NO-TURN-FAIL"},
+    "ScopeViolationFailsTurn": {"K-SCOPE-NO-FAIL"},
+    # an unchanged over-budget chain let through was a missing diagnostic (K-NO-SILENT-FALLBACK)
+    "CompactorUnchecked": {"K-COMPACTOR-BUDGET"},
+}
+PROVIDER_CASCADES = {
+    # K-CONTEXT-ERROR-FIELDS, P-ERROR-CODE and P-SOURCE-UNAVAILABLE, for want of a category
+    "UncategorizedFailures": {"P-ERROR-CATEGORIZED"},
+    # the form of an error it never raised
+    "SilentWhenSourceVanishes": {"P-SOURCE-UNAVAILABLE"},
+    # P-ERROR-CODE too, for the same code
+    "UnknownAsUNKNOWN": {"P-ERROR-NOT-UNKNOWN"},
+    # P-FULL-CHAIN and P-OWN-SECTIONS-ONLY, since nothing fits a budget of 0
+    "ZeroDefaultBudget": {"P-CAP-DEFAULT-BUDGET"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL_CASCADES))
+def test_a_kernel_fault_is_charged_once(name, kernel_vectors):
+    assert failed_requirements(certify_python(kernel_mutants.MUTANTS[name], kernel_vectors)) == KERNEL_CASCADES[name]
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDER_CASCADES))
+def test_a_provider_fault_is_charged_once(name, provider_vectors, tmp_path):
+    mutant = provider_mutants.MUTANTS[name]
+    results = certify_provider(mutant, mutant.manifest, provider_vectors, tmp_path)
+    assert failed_requirements(results) == PROVIDER_CASCADES[name]
+
+
+def _scenario(providers: list[dict], turns: int = 1) -> dict:
+    return {"id": "kernel/test/scenario", "title": "t", "requirements": [], "setup": {
+        "models": [{"id": "m", "context_window": 100000, "reserved_output": 0, "system_overhead": 0}],
+        "primary_model": "m", "providers": providers},
+        "turns": [{"assemble": {"session_id": "01JDTESTSESSION0000000001", "turn_id": f"01JDTESTTURN{i:014d}",
+                                "model": "m", "new_messages": [{"role": "user", "text": f"message {i}"}]}}
+                  for i in range(turns)]}
+
+
+def _failures(factory, doc: dict) -> dict[str, list[str]]:
+    with Connection(lambda: PythonBinding("k", KERNEL_PROTOCOL, 10.0, factory=factory)) as connection:
+        result = kernel_run.case_result("t", "t", from_vector(doc), connection)
+    assert result.error is None, result.error
+    found: dict[str, list[str]] = {}
+    for finding in result.failures():
+        found.setdefault(finding.requirement, []).append(finding.message)
+    return found
+
+
+def test_a_rewrite_applied_against_the_rules_is_charged_once_not_to_every_later_request():
+    over_budget_compactor = {"name": "first", "capabilities": {"default_token_budget": 3, "compactor": True,
+                                                               "stability": "STABILITY_DYNAMIC"},
+                             "script": [{"append": [{"label": "Summary", "text": "far more than three tokens here"}],
+                                         "rewritten_history": [{"role": "user", "text": "the summary"}]}]}
+    second = {"name": "second", "capabilities": {"default_token_budget": 100, "compactor": True,
+                                                 "stability": "STABILITY_DYNAMIC"}}
+    doc = _scenario([over_budget_compactor, second])
+    assert _failures(kernel_mutants.ReferenceKernel, doc) == {}
+    for name in ("CompactorUnchecked", "CompactorRewriteSurvivesRejection"):
+        assert set(_failures(kernel_mutants.MUTANTS[name], doc)) == {"K-COMPACTOR-BUDGET"}, name
+
+
+def test_later_turns_of_a_session_that_went_wrong_are_judged_by_the_invariants_alone(kernel_vectors):
+    # CarriesChainAcrossTurns breaks the first request of turn 2; the vectors' expectations for that
+    # session's later turns (assembled tokens, calls) were written for a kernel that had not.
+    failed = failed_requirements(certify_python(kernel_mutants.MUTANTS["CarriesChainAcrossTurns"], kernel_vectors))
+    assert failed == {"K-PRIOR-SECTIONS"}
