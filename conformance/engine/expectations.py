@@ -7,8 +7,6 @@ assertion about something the observation lacks is a failure, never a pass.
 
 from __future__ import annotations
 
-import json
-
 from conformance.engine import prompt_text
 from conformance.engine.matching import match
 from conformance.engine.results import Finding
@@ -100,8 +98,17 @@ def _turn_failed(want, seen):
 
 
 def _turn_error(want, seen):
-    text = json.dumps(seen.get("turn_error"), ensure_ascii=False)
-    return [] if want["contains"] in text else [f"the turn error does not mention {want['contains']!r}: {text[:200]}"]
+    text = strings_of(seen.get("turn_error"))
+    return [] if want["contains"] in text else [f"the turn error does not mention {want['contains']!r}: {text[:200]!r}"]
+
+
+def strings_of(value) -> str:
+    """Every string in a JSON value, one per line: what a reader of an error object sees, unescaped."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    return "\n".join(strings_of(v) for v in value) if isinstance(value, list) else ""
 
 
 def _history(want, seen):

@@ -339,8 +339,9 @@ class TurnCheck:
         prior, budget = call.request["prior_sections"], call.request["token_budget"]
         if observed == prior and judgment.blame == "K-PRIOR-SECTIONS" and call.result is not None:
             return [self.why_rejected(call.result.get("sections", [])[len(prior):], budget)]
-        if any(o.matches_but_tokens(observed) for o in judgment.outcomes):
-            # Right sections, wrong figure: the kernel's own count is off.
+        if any(o.matches_but_tokens(observed) for o in judgment.outcomes) or self.miscounted(observed, offered):
+            # Right sections with a wrong figure, or kept sections whose figure is neither the stated one nor
+            # the right count: the kernel's own count is off, and its budget decisions with it.
             return ["K-COUNT-RESOLUTION" if self.model.count_tokens else "K-COUNT-FALLBACK-FORMULA"]
         found = []
         if any(not tokens.is_text_only(s["content"]) for s in observed):
@@ -353,6 +354,12 @@ class TurnCheck:
             found.append(judgment.blame)
         return list(dict.fromkeys(found))
 
+    def miscounted(self, observed: list[dict], offered: list[dict]) -> bool:
+        """Some kept section, otherwise as offered, carries a figure of the kernel's own that is wrong."""
+        return any(_same_but_tokens(kept, original) and kept["tokens"] not in (original["tokens"],
+                                                                                self.model.count(kept["content"]))
+                   for kept in observed for original in offered)
+
     def why_rejected(self, own: list[dict], budget: int) -> str:
         """The kernel dropped a reply it should have kept: which rule did it misapply?"""
         if sum(self.model.count(s["content"]) for s in own) == budget:
@@ -363,7 +370,7 @@ class TurnCheck:
 
     def reported(self, provider: str, needed) -> bool:
         return any(d.get("provider") == provider and needed.category in (None, d.get("category"))
-                   and needed.message_contains in d.get("message", "") for d in self.result["diagnostics"])
+                   and needed.carried_by(d.get("message", "")) for d in self.result["diagnostics"])
 
     def check_diagnostic(self, provider: str, needed, where: str) -> None:
         mine = [d for d in self.result["diagnostics"] if d.get("provider") == provider]
@@ -374,7 +381,7 @@ class TurnCheck:
             seen = [d.get("category") for d in mine]
             self.add(requirement, False, f"no diagnostic {needed.category or ''} naming {provider} "
                                          f"(its diagnostics: {seen or 'none'})", where)
-        elif needed.message_contains and not any(needed.message_contains in d.get("message", "") for d in fitting):
+        elif not any(needed.carried_by(d.get("message", "")) for d in fitting):
             self.add(needed.requirement, False, f"the diagnostic for {provider} does not carry the provider's "
                                                 f"message {needed.message_contains!r}", where)
         else:
@@ -382,9 +389,10 @@ class TurnCheck:
 
     def check_failed_turn(self, pending: tuple[CallRecord, Judgment] | None) -> None:
         error = self.result.get("error")
-        message = json.dumps(error, ensure_ascii=False) if error else ""
+        message = expectations.strings_of(error)
         says_why = isinstance(error, dict) and any(isinstance(v, str) and v.strip() for v in error.values())
-        self.add("K-TRANSFORM-ERROR-SURFACED", says_why, f"the turn failed without an error saying why: {message or 'none'}")
+        self.add("K-TRANSFORM-ERROR-SURFACED", says_why, f"the turn failed without an error saying why: "
+                                                         f"{json.dumps(error, ensure_ascii=False)}")
         if pending is None:
             self.add("K-FIRE-EACH-TURN", False, "the turn failed before any provider was called")
             return
@@ -393,8 +401,8 @@ class TurnCheck:
             self.add(judgment.fail_blame, False, f"the turn failed after {call.provider}, which may not fail it: "
                                                  f"{judgment.why}", self.at(call))
         elif judgment.turn_error_contains:
-            self.add("K-ERR-UNKNOWN-RAW-MESSAGE", judgment.turn_error_contains in message,
-                     f"the turn error does not carry the provider's message {judgment.turn_error_contains!r}")
+            self.add("K-ERR-UNKNOWN-RAW-MESSAGE", any(m in message for m in judgment.turn_error_contains),
+                     f"the turn error does not carry the provider's message {' or '.join(map(repr, judgment.turn_error_contains))}")
 
     # -- the prompt and the history --
 

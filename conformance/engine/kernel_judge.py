@@ -42,7 +42,10 @@ class Needed:
     requirement a missing one breaks."""
     category: str | None
     requirement: str
-    message_contains: str = ""
+    message_contains: tuple[str, ...] = ()   # the message must hold one of these (none: any message)
+
+    def carried_by(self, message: str) -> bool:
+        return not self.message_contains or any(m in message for m in self.message_contains)
 
 
 @dataclass
@@ -67,7 +70,7 @@ class Judgment:
     why: str = "a conforming reply is accepted as returned"
     may_fail_turn: bool = False
     fail_blame: str = "K-FIRE-EACH-TURN"  # broken when the turn fails though it may not
-    turn_error_contains: str = ""
+    turn_error_contains: tuple[str, ...] = ()  # a failed turn's error must hold one of these
     rejected: list[dict] = field(default_factory=list)  # content that must not reach the prompt
     rejected_history: list[dict] | None = None          # a rewrite that must not be applied
     rejected_history_blame: str = ""
@@ -94,14 +97,16 @@ def judge_failure(provider: str, prior: list[dict], error: dict) -> Judgment:
                         why=f"a {category} failure isolates the provider: the chain before it stands")
     if category == "invalid_request":
         needed = Needed("invalid_request", "K-ERR-INVALID-REQUEST-LOG")
-        why, contains = "an invalid_request failure is isolated with a diagnostic or fails the turn", ""
+        why, contains = "an invalid_request failure is isolated with a diagnostic or fails the turn", ()
     elif category == "unknown":
-        raw = (error.get("context_error") or {}).get("message") or error.get("message", "")
+        # The provider's own words: its ContextError's message or its status message (R-RAW-MESSAGE).
+        raw = tuple(m for m in dict.fromkeys(((error.get("context_error") or {}).get("message"),
+                                              error.get("message"))) if m)
         needed = Needed("unknown", "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
         why, contains = "an unknown failure is reported with the provider's own message", raw
     else:
         needed = Needed(None, "K-NO-SILENT-FALLBACK")
-        why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ""
+        why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ()
     return Judgment(provider, [Outcome(kept_as_is(prior), [needed])], blame="K-PRIOR-SECTIONS",
                     why=why, may_fail_turn=True, turn_error_contains=contains)
 

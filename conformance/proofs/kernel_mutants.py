@@ -32,12 +32,7 @@ def mutant(*breaks: str, also: list[str] = (), property_only: bool = False):
 
 # --- order and firing -------------------------------------------------------------
 
-@mutant("K-DECLARATION-ORDER",
-        also=["K-COMPACTOR-BUDGET", "K-COUNT-RESOLUTION", "K-ERR-BUDGET-EXCEEDED",
-              "K-ERR-INVALID-REQUEST-LOG", "K-ERR-SCOPE-VIOLATION", "K-ERR-SOURCE-UNAVAILABLE",
-              "K-FIRE-EACH-TURN", "K-HISTORY-TOKENS", "K-NO-SILENT-FALLBACK", "K-NON-TEXT-REJECT",
-              "K-PRIOR-SECTIONS", "K-SCOPE-DISCARD", "K-SCOPE-NO-FAIL", "K-TRANSFORM-ERROR-SURFACED",
-              "KC-MAY-MULTIPLE-READERS", "KC-NO-REORDER"])
+@mutant("K-DECLARATION-ORDER", also=["KC-NO-REORDER"])
 class AlphabeticalOrder(ReferenceKernel):
     """Calls the providers sorted by name, as a registry keyed by name would."""
 
@@ -53,10 +48,7 @@ class StaticFirst(ReferenceKernel):
         return sorted(self.providers, key=lambda p: p.stability != "STABILITY_STATIC")
 
 
-@mutant("K-FIRE-EACH-TURN",
-        also=["K-ASSEMBLED-LAST-TURN", "K-EFFECTIVE-CEILING", "K-HISTORY-NOT-TO-OTHERS",
-              "K-HISTORY-TO-COMPACTOR", "K-HISTORY-TOKENS", "K-MODEL-TARGET", "K-PRIOR-SECTIONS",
-              "K-TOKEN-BUDGET", "K-TURN-FIELDS"])
+@mutant("K-FIRE-EACH-TURN")
 class SessionStartOnly(ReferenceKernel):
     """Assembles context on a session's first turn only."""
 
@@ -64,7 +56,7 @@ class SessionStartOnly(ReferenceKernel):
         return self.providers if session.turns == 0 else []
 
 
-@mutant("K-PRIOR-SECTIONS", also=["K-ASSEMBLED-LAST-TURN", "K-FIRE-EACH-TURN"])
+@mutant("K-PRIOR-SECTIONS")
 class CarriesChainAcrossTurns(ReferenceKernel):
     """Starts each firing from the previous turn's final chain (examples.md's turn 4, read literally)."""
 
@@ -77,9 +69,7 @@ class CarriesChainAcrossTurns(ReferenceKernel):
         return list(getattr(self, "_last", [])) if session.turns else []
 
 
-@mutant("K-SEQUENTIAL",
-        also=["K-BUDGET-NO-TURN-FAIL", "K-DECLARATION-ORDER", "K-ERR-INVALID-REQUEST-NO-RETRY",
-              "K-FIRE-EACH-TURN", "K-SCOPE-NO-FAIL", "KC-NO-REORDER"])
+@mutant("K-SEQUENTIAL")
 class HedgedFirstCall(ReferenceKernel):
     """Sends the first provider's request twice at once and keeps the first answer (a 'hedged' request)."""
 
@@ -216,8 +206,7 @@ class AssembledIncludesHistory(ReferenceKernel):
 
 # --- token counting -------------------------------------------------------------------------
 
-@mutant("K-COUNT-FALLBACK-FORMULA",
-        also=["K-COUNT-NON-TEXT-ZERO", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-HISTORY-TOKENS"])
 class PerBlockRounding(ReferenceKernel):
     """Rounds each text block up separately and adds the results."""
 
@@ -225,9 +214,7 @@ class PerBlockRounding(ReferenceKernel):
         return sum(tokens.fallback_count([block]) for block in content)
 
 
-@mutant("K-COUNT-FALLBACK-FORMULA",
-        also=["K-BUDGET-REJECT", "K-COUNT-NON-TEXT-ZERO", "K-COUNT-SINGLE-FORMULA",
-              "K-HISTORY-TOKENS"])
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-BUDGET-REJECT", "K-HISTORY-TOKENS"])
 class CharactersNotBytes(ReferenceKernel):
     """Counts characters instead of UTF-8 bytes."""
 
@@ -236,8 +223,7 @@ class CharactersNotBytes(ReferenceKernel):
 
 
 @mutant("K-COUNT-FALLBACK-FORMULA",
-        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-COUNT-SINGLE-FORMULA",
-              "K-HISTORY-TOKENS"])
+        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
 class FloorNotCeiling(ReferenceKernel):
     """Rounds down instead of up."""
 
@@ -245,8 +231,7 @@ class FloorNotCeiling(ReferenceKernel):
         return len(tokens.text_of(content).encode()) // 4
 
 
-@mutant("K-COUNT-NON-TEXT-ZERO",
-        also=["K-COUNT-FALLBACK-FORMULA", "K-COUNT-SINGLE-FORMULA", "K-HISTORY-TOKENS"])
+@mutant("K-COUNT-NON-TEXT-ZERO", also=["K-COUNT-FALLBACK-FORMULA", "K-HISTORY-TOKENS"])
 class CountsNonText(ReferenceKernel):
     """Adds the JSON size of non-text blocks to the fallback count."""
 
@@ -255,8 +240,7 @@ class CountsNonText(ReferenceKernel):
         return (size + 3) // 4
 
 
-@mutant("K-COUNT-SINGLE-FORMULA",
-        also=["K-COUNT-FALLBACK-FORMULA", "K-COUNT-NON-TEXT-ZERO", "K-HISTORY-TOKENS"])
+@mutant("K-COUNT-SINGLE-FORMULA", also=["K-COUNT-FALLBACK-FORMULA", "K-HISTORY-TOKENS"])
 class CodeAwareFallback(ReferenceKernel):
     """Uses 3 bytes per token for text that looks like code: a second formula."""
 
@@ -284,7 +268,7 @@ class AlwaysExact(ReferenceKernel):
 
 # --- budgets ------------------------------------------------------------------------------------
 
-@mutant("K-BUDGET-VALIDATE", also=["K-NO-SILENT-FALLBACK"])
+@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"])
 class TrustsStatedTokens(ReferenceKernel):
     """Judges budgets by the tokens the provider stated."""
 
@@ -292,7 +276,7 @@ class TrustsStatedTokens(ReferenceKernel):
         return sum(s["tokens"] for s in sections) > budget
 
 
-@mutant("K-BUDGET-VALIDATE", also=["K-NO-SILENT-FALLBACK"])
+@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"])
 class RecountSingleBlockOnly(ReferenceKernel):
     """Recounts single-block sections but trusts the stated figure of multi-block ones."""
 
@@ -301,7 +285,7 @@ class RecountSingleBlockOnly(ReferenceKernel):
                    for s in sections) > budget
 
 
-@mutant("K-BUDGET-REJECT", also=["K-COUNT-RESOLUTION", "K-NO-KERNEL-CUT", "K-PRIOR-SECTIONS"])
+@mutant("K-BUDGET-REJECT")
 class RejectsAtBudget(ReferenceKernel):
     """Rejects a provider exactly at its budget (>= instead of >)."""
 
@@ -309,7 +293,7 @@ class RejectsAtBudget(ReferenceKernel):
         return sum(self.count(s["content"], model, call) for s in sections) >= budget and bool(sections)
 
 
-@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", "K-NO-SILENT-FALLBACK"])
+@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET"])
 class PerSectionBudget(ReferenceKernel):
     """Checks each section against the budget on its own (the upstream kernel's reading)."""
 
@@ -317,7 +301,7 @@ class PerSectionBudget(ReferenceKernel):
         return any(self.count(s["content"], model, call) > budget for s in sections)
 
 
-@mutant("K-TRUNCATED-NOT-ENOUGH", also=["K-NO-SILENT-FALLBACK"])
+@mutant("K-TRUNCATED-NOT-ENOUGH", also=["K-COMPACTOR-BUDGET"])
 class TruncatedExcuses(ReferenceKernel):
     """Lets an over-budget section through when it says it was truncated."""
 
@@ -325,9 +309,7 @@ class TruncatedExcuses(ReferenceKernel):
         return super().over_budget(sections, budget, model, call) and not all(s["truncated"] for s in sections)
 
 
-@mutant("K-NO-KERNEL-CUT",
-        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-BUDGET-VALIDATE", "K-COUNT-RESOLUTION",
-              "K-NO-SILENT-FALLBACK", "K-TRUNCATED-NOT-ENOUGH"])
+@mutant("K-NO-KERNEL-CUT", also=["K-BUDGET-REJECT", "K-BUDGET-VALIDATE", "K-TRUNCATED-NOT-ENOUGH"])
 class CutsToFit(ReferenceKernel):
     """Cuts an over-budget provider's text down to the budget instead of dropping it."""
 
@@ -342,9 +324,7 @@ class CutsToFit(ReferenceKernel):
         return chain + cut
 
 
-@mutant("K-BUDGET-NO-TURN-FAIL",
-        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-BUDGET-VALIDATE", "K-COUNT-RESOLUTION",
-              "K-NO-SILENT-FALLBACK", "K-TRUNCATED-NOT-ENOUGH"])
+@mutant("K-BUDGET-NO-TURN-FAIL")
 class FailsTurnOnBudget(ReferenceKernel):
     """Fails the whole turn when one provider is over budget."""
 
@@ -388,7 +368,7 @@ class CompactorRewriteSurvivesRejection(ReferenceKernel):
         return super().reject_compactor(provider, chain, reply, budget, session, diagnostics)
 
 
-@mutant("K-APPLY-REWRITTEN-HISTORY", also=["K-HISTORY-TO-COMPACTOR", "K-HISTORY-TOKENS"])
+@mutant("K-APPLY-REWRITTEN-HISTORY")
 class IgnoresRewrite(ReferenceKernel):
     """Never applies a compactor's rewritten history."""
 
@@ -396,9 +376,7 @@ class IgnoresRewrite(ReferenceKernel):
         pass
 
 
-@mutant("K-REWRITE-COMPACTOR-ONLY",
-        also=["K-HISTORY-TO-COMPACTOR", "K-HISTORY-TOKENS", "K-NO-SILENT-FALLBACK",
-              "K-PROMPT-BOUNDARIES"])
+@mutant("K-REWRITE-COMPACTOR-ONLY", also=["K-NO-SILENT-FALLBACK"])
 class AppliesAnyRewrite(ReferenceKernel):
     """Applies rewritten history from any provider, compactor or not."""
 
@@ -411,7 +389,7 @@ class AppliesAnyRewrite(ReferenceKernel):
 
 # --- content rules ------------------------------------------------------------------------------------
 
-@mutant("K-NON-TEXT-REJECT", also=["K-NO-KERNEL-CUT"])
+@mutant("K-NON-TEXT-REJECT")
 class StripsNonTextBlocks(ReferenceKernel):
     """Removes the non-text blocks and keeps the rest of the section."""
 
@@ -521,7 +499,7 @@ class SilentScopeViolation(ReferenceKernel):
         return chain
 
 
-@mutant("K-SCOPE-NO-FAIL", also=["K-SCOPE-DISCARD", "K-SCOPE-LOG"])
+@mutant("K-SCOPE-NO-FAIL")
 class ScopeViolationFailsTurn(ReferenceKernel):
     """Fails the turn on a scope violation."""
 
@@ -531,8 +509,7 @@ class ScopeViolationFailsTurn(ReferenceKernel):
 
 # --- errors --------------------------------------------------------------------------------------------
 
-@mutant("K-ERR-SOURCE-UNAVAILABLE", "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION",
-        also=["K-NO-SILENT-FALLBACK"])
+@mutant("K-ERR-SOURCE-UNAVAILABLE", "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION")
 class AbortsOnAnyError(ReferenceKernel):
     """Fails the turn whenever a Contribute call fails (the upstream kernel's behaviour)."""
 
@@ -543,7 +520,8 @@ class AbortsOnAnyError(ReferenceKernel):
 _BY_CODE = {code: category for category, code in errors.GRPC_CODE.items()}
 
 
-@mutant("K-ERR-SOURCE-UNAVAILABLE", also=["K-ERR-SCOPE-VIOLATION"])
+@mutant("K-ERR-SOURCE-UNAVAILABLE",
+        also=["K-ERR-INVALID-REQUEST-LOG", "K-ERR-SCOPE-VIOLATION", "K-ERR-UNKNOWN-RAW-MESSAGE"])
 class ClassifiesByStatusCode(ReferenceKernel):
     """Takes the category from the gRPC status code instead of the ContextError detail."""
 
@@ -633,12 +611,12 @@ class ScopeIgnoresFlags(ReferenceKernel):
             and all(s["provider"] == provider.name for s in sections[n:])
 
 
-@mutant("K-COUNT-FALLBACK-FORMULA", property_only=True)
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-COMPACTOR-BUDGET"], property_only=True)
 class FallbackCapsLongTexts(ReferenceKernel):
-    """Stops counting after the first 4000 bytes of text."""
+    """Stops counting after the first 2000 bytes of text."""
 
     def fallback(self, content):
-        return (min(len(tokens.text_of(content).encode()), 4000) + 3) // 4
+        return (min(len(tokens.text_of(content).encode()), 2000) + 3) // 4
 
 
 @mutant("K-HISTORY-TO-COMPACTOR", property_only=True)

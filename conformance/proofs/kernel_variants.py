@@ -171,6 +171,14 @@ class KeepsSectionsOfForeignRewrite(ReferenceKernel):
         return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
 
 
+@variant("reports a failure with the gRPC status message rather than the ContextError's", "R-RAW-MESSAGE")
+class ReportsTheStatusMessage(ReferenceKernel):
+    def on_failure(self, provider, failure):
+        category = errors.category_of(failure.context_error) or "unknown"
+        return self.diagnostic(provider, category, f"Contribute failed ({failure.code}): {failure.message}",
+                               kind="provider_failed")
+
+
 @variant("retries a failure marked retryable once before isolating the provider", "R-ERROR-ISOLATION")
 class RetriesRetryableOnce(ReferenceKernel):
     def contribute(self, provider, request, call):
@@ -200,7 +208,7 @@ class CachesTokenCounts(ReferenceKernel):
 
 # --- the harness surface ----------------------------------------------------------------------
 
-@variant("offers no optional feature: no count_tokens op, no reload", "DESIGN §5 (features are optional)")
+@variant("offers no optional feature: no count_tokens op, no reload", "the harness protocol: features are optional")
 class NoOptionalFeatures(ReferenceKernel):
     FEATURES: list[str] = []
 
@@ -262,17 +270,17 @@ class _WireForms(ReferenceKernel):
         return self.form("CountTokensResult", super().count_tokens(request, self.recode(call)))
 
 
-@variant("Go protojson forms: lowerCamelCase names, int64 as strings, default values omitted", "DESIGN §4")
+@variant("Go protojson forms: lowerCamelCase names, int64 as strings, default values omitted", "the proto3 JSON mapping")
 class ProtojsonForms(_WireForms):
     form = staticmethod(wire_forms.protojson)
 
 
-@variant("enums as numbers", "DESIGN §4")
+@variant("enums as numbers", "the proto3 JSON mapping")
 class EnumsAsNumbers(_WireForms):
     form = staticmethod(wire_forms.enums_as_numbers)
 
 
-@variant("fields the suite's protos do not declare, in every message", "DESIGN §4")
+@variant("fields the suite's protos do not declare, in every message", "the proto3 JSON mapping")
 class UnknownFields(_WireForms):
     form = staticmethod(wire_forms.with_unknown_fields)
 

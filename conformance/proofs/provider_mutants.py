@@ -40,7 +40,7 @@ class NoConfigSchema(FileReader):
     CAPABILITIES = {k: v for k, v in FileReader.CAPABILITIES.items() if k != "config_schema"}
 
 
-@mutant("P-CAP-DEFAULT-BUDGET", also=["P-FULL-CHAIN", "P-OWN-SECTIONS-ONLY"])
+@mutant("P-CAP-DEFAULT-BUDGET")
 class ZeroDefaultBudget(FileReader):
     """Declares a default budget of 0 (unset)."""
     CAPABILITIES = _with(FileReader.CAPABILITIES, default_token_budget=0)
@@ -79,7 +79,7 @@ class DescribesAsTool(FileReader):
         return reply
 
 
-@mutant("P-RPCS", also=["P-DESCRIBE"])
+@mutant("P-RPCS")
 class NoDescribe(FileReader):
     """Does not implement Describe."""
 
@@ -89,7 +89,7 @@ class NoDescribe(FileReader):
 
 # --- configure ----------------------------------------------------------------------------
 
-@mutant("P-CONFIGURE-REJECT", also=["P-CONTEXT-ERROR-FIELDS", "P-ERROR-CODE"])
+@mutant("P-CONFIGURE-REJECT")
 class AcceptsMissingSource(FileReader):
     """Accepts any path at Configure and finds out at Contribute."""
 
@@ -98,7 +98,7 @@ class AcceptsMissingSource(FileReader):
         return Path(root) / path
 
 
-@mutant("P-CONTEXT-ERROR-FIELDS", also=["P-CONFIGURE-REJECT", "P-ERROR-CATEGORIZED", "P-ERROR-CODE"])
+@mutant("P-CONTEXT-ERROR-FIELDS", also=["P-ERROR-CATEGORIZED"])
 class BareConfigureError(FileReader):
     """Rejects a bad path with a bare status, no ContextError."""
 
@@ -285,7 +285,7 @@ class KeepsComments(FileReader):
 
 # --- errors -------------------------------------------------------------------------------------------------
 
-@mutant("P-SOURCE-UNAVAILABLE", also=["P-CONTEXT-ERROR-FIELDS", "P-ERROR-CATEGORIZED", "P-ERROR-CODE"])
+@mutant("P-SOURCE-UNAVAILABLE")
 class SilentWhenSourceVanishes(FileReader):
     """Contributes nothing, without an error, when its file has gone."""
 
@@ -296,7 +296,7 @@ class SilentWhenSourceVanishes(FileReader):
             return ""
 
 
-@mutant("P-SOURCE-UNAVAILABLE", also=["P-ERROR-CODE"])
+@mutant("P-SOURCE-UNAVAILABLE")
 class VanishedIsUnknown(FileReader):
     """Reports a vanished file as an unknown failure."""
 
@@ -318,7 +318,7 @@ class SourceUnavailableAsInternal(FileReader):
             raise CallFailed("INTERNAL", failure.message, failure.context_error) from None
 
 
-@mutant("P-ERROR-NOT-UNKNOWN", also=["P-ERROR-CODE"])
+@mutant("P-ERROR-NOT-UNKNOWN")
 class UnknownAsUNKNOWN(FileReader):
     """Sends its unknown failures (CountTokens down) as gRPC UNKNOWN."""
 
@@ -331,7 +331,7 @@ class UnknownAsUNKNOWN(FileReader):
             raise
 
 
-@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS", "P-ERROR-CODE", "P-SOURCE-UNAVAILABLE"])
+@mutant("P-ERROR-CATEGORIZED")
 class UncategorizedFailures(FileReader):
     """Sends a ContextError whose category is left unspecified."""
 

@@ -139,7 +139,7 @@ class ExtraErrorDetails(FileReader):
 
 # --- the harness surface and wire forms ----------------------------------------------------------------
 
-@variant("offers no optional feature (no reload: a fresh process for every case)", "DESIGN §6")
+@variant("offers no optional feature (no reload: a fresh process for every case)", "the harness protocol: features are optional")
 class NoReload(FileReader):
     def hello(self, request, call):
         return {**super().hello(request, call), "features": []}
@@ -163,17 +163,17 @@ class _WireForms(FileReader):
         return self.form("DescribeResponse", super().describe(request, call))
 
 
-@variant("Go protojson forms: lowerCamelCase names, int64 as strings, default values omitted", "DESIGN §4")
+@variant("Go protojson forms: lowerCamelCase names, int64 as strings, default values omitted", "the proto3 JSON mapping")
 class ProtojsonForms(_WireForms):
     form = staticmethod(wire_forms.protojson)
 
 
-@variant("enums as numbers", "DESIGN §4")
+@variant("enums as numbers", "the proto3 JSON mapping")
 class EnumsAsNumbers(_WireForms):
     form = staticmethod(wire_forms.enums_as_numbers)
 
 
-@variant("fields the suite's protos do not declare, in every message, prior sections included", "DESIGN §4")
+@variant("fields the suite's protos do not declare, in every message, prior sections included", "the proto3 JSON mapping")
 class UnknownFields(_WireForms):
     def contribute(self, request, call):
         reply = super().contribute(request, call)

@@ -85,13 +85,17 @@ _ERROR_CODES = ["UNAVAILABLE", "INTERNAL", "INVALID_ARGUMENT", "FAILED_PRECONDIT
                 "DEADLINE_EXCEEDED"]
 
 
+_ERROR_MESSAGES = ["boom", "source gone", "panic: index out of range", "bad request", 'bad "quoted" value\nnaïve']
+
+
 @st.composite
 def call_errors(draw) -> dict:
-    error: dict = {"code": draw(st.sampled_from(_ERROR_CODES)), "message": draw(st.sampled_from(
-        ["boom", "source gone", "panic: index out of range", "bad request"]))}
+    error: dict = {"code": draw(st.sampled_from(_ERROR_CODES)), "message": draw(st.sampled_from(_ERROR_MESSAGES))}
     if draw(st.integers(0, 3)) > 0:
         category = draw(st.sampled_from(errors.CATEGORIES))
-        error["context_error"] = {"category": errors.enum_name(category), "message": error["message"],
+        # the ContextError's message is often the status message, and sometimes its own (R-RAW-MESSAGE)
+        message = error["message"] if draw(st.integers(0, 2)) else draw(st.sampled_from(_ERROR_MESSAGES))
+        error["context_error"] = {"category": errors.enum_name(category), "message": message,
                                   "retryable": draw(st.booleans())}
     return error
 

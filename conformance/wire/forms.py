@@ -9,6 +9,8 @@ names, enums by name, int64 as numbers, every field present.
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 from google.protobuf import json_format
@@ -65,8 +67,19 @@ def to_json(message: ProtoMessage) -> dict:
 
 
 def normalize(type_name: str, data: Any) -> dict:
-    """The canonical form of `data` read as `type_name`."""
-    return to_json(parse(type_name, data))
+    """The canonical form of `data` read as `type_name`, a fresh copy each time."""
+    try:
+        key = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return to_json(parse(type_name, data))  # not JSON at all: parse says why
+    return json.loads(_normalized(type_name, key))
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalized(type_name: str, key: str) -> str:
+    """json_format is slow and the same payloads recur (a prior chain is sent again and again):
+    each distinct one is converted once."""
+    return json.dumps(to_json(parse(type_name, json.loads(key))), ensure_ascii=False)
 
 
 def normalize_list(type_name: str, items: Any) -> list[dict]:
