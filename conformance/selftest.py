@@ -36,6 +36,7 @@ from conformance.reference import compactor, filereader, kernel
 
 MANIFESTS = paths.PACKAGE / "reference" / "manifests"
 PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room
+OTHER_BINDING_EXAMPLES = 10   # over stdio and gRPC the python run's scenarios only need their transport proven
 BINDINGS = ("python", "stdio", "grpc")
 _RUNNERS = paths.RUNNERS / "python"
 _COMMANDS = {"stdio": _RUNNERS / "stdio_shim.py",
@@ -141,7 +142,8 @@ def subjects() -> list[Subject]:
 def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
     """Vectors, then properties (no shrinking: the self-test needs the verdict, not the smallest case)."""
     started = time.perf_counter()
-    examples = PROPERTY_ONLY_EXAMPLES if subject.property_only else None
+    examples = PROPERTY_ONLY_EXAMPLES if subject.property_only else \
+        None if subject.binding == "python" else OTHER_BINDING_EXAMPLES
     run = PropertyRun(profile=profile, seed=seed, examples=examples, shrink=False)
     outcome = Outcome(subject)
     with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
@@ -190,14 +192,16 @@ def _certify_by_key(key: tuple[str, str], profile: str, seed: int | None) -> Out
     return certify(subject, profile, seed)
 
 
-def _cost(subject: Subject) -> int:
-    """Start the slowest first, so that the workers finish together."""
-    return (subject.binding == "grpc") * 4 + subject.property_only * 2 + (subject.binding == "stdio")
+def slowest_first(everyone: list[Subject]) -> list[Subject]:
+    """The order to start them in, so that parallel workers finish together."""
+    return sorted(everyone, key=lambda s: (s.binding == "grpc") * 4 + s.property_only * 2 + (s.binding == "stdio"),
+                  reverse=True)
 
 
-def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None) -> list[Outcome]:
-    everyone = subjects()
-    keys = [s.key for s in sorted(everyone, key=_cost, reverse=True)]
+def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, only: str = "") -> list[Outcome]:
+    """Certify every subject (or those whose name contains `only`), the slowest first, in `jobs` processes."""
+    everyone = [s for s in subjects() if only in s.name]
+    keys = [s.key for s in slowest_first(everyone)]
     workers = jobs or min(len(keys), os.cpu_count() or 1)
     if workers <= 1:
         done = [_certify_by_key(k, profile, seed) for k in keys]
@@ -208,9 +212,9 @@ def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None) -
     return [by_key[s.key] for s in everyone]
 
 
-def unexercised(outcomes: list[Outcome]) -> list[str]:
+def unexercised(everyone: list[Subject]) -> list[str]:
     """Testable MUST / MUST NOT / SHOULD requirements no mutant sets out to break."""
-    targeted = {r for o in outcomes for r in o.subject.breaks}
+    targeted = {r for s in everyone for r in s.breaks}
     catalog = catalog_mod.load()
     return [r.id for r in catalog.requirements.values() if r.testable and r.normative and r.id not in targeted]
 
@@ -218,6 +222,22 @@ def unexercised(outcomes: list[Outcome]) -> list[str]:
 def render(outcomes: list[Outcome], seconds: float) -> str:
     mutants = [o for o in outcomes if o.subject.mutant]
     conforming = [o for o in outcomes if not o.subject.mutant]
+    rows: dict[str, dict[str, Outcome]] = {}
+    for o in conforming:
+        rows.setdefault(o.subject.name, {})[o.subject.binding] = o
+    variants = sum(bool(next(iter(r.values())).subject.freedom) for r in rows.values())
+    lines = _kill_matrix(mutants) + [""] + _false_failure_matrix(rows) + [
+        "", f"{sum(o.killed and not o.problem for o in mutants)}/{len(mutants)} mutants killed on what they declare "
+            f"({sum(o.killed and o.subject.property_only for o in mutants)} only by the property tests); "
+            f"{sum(not o.problem for o in conforming)}/{len(conforming)} conforming runs clean "
+            f"({variants} variants, {len(rows) - variants} references); {seconds:.1f}s"]
+    gaps = unexercised(subjects())
+    if gaps:
+        lines.append("requirements no mutant exercises: " + ", ".join(gaps))
+    return "\n".join(lines)
+
+
+def _kill_matrix(mutants: list[Outcome]) -> list[str]:
     lines = ["Kill matrix: every mutant caught, on the requirements it declares", "",
              f"{'mutant':<34} {'breaks':<34} {'vectors':<8} {'props':<6} verdict"]
     for o in mutants:
@@ -229,11 +249,12 @@ def render(outcomes: list[Outcome], seconds: float) -> str:
         extra = sorted(o.caught - set(s.breaks))
         if extra:
             lines.append(f"{'':<34}   also reported: {', '.join(extra)}")
-    lines += ["", "False-failure matrix: the references and every conforming variant pass over each binding", "",
-              f"{'implementation':<34} {'grants':<34} " + " ".join(f"{b:<8}" for b in BINDINGS)]
-    rows: dict[str, dict[str, Outcome]] = {}
-    for o in conforming:
-        rows.setdefault(o.subject.name, {})[o.subject.binding] = o
+    return lines
+
+
+def _false_failure_matrix(rows: dict[str, dict[str, Outcome]]) -> list[str]:
+    lines = ["False-failure matrix: the references and every conforming variant pass over each binding", "",
+             f"{'implementation':<34} {'grants':<34} " + " ".join(f"{b:<8}" for b in BINDINGS)]
     for name, by_binding in rows.items():
         subject = next(iter(by_binding.values())).subject
         cells = ["-" if b not in by_binding else "FAIL" if by_binding[b].problem else "clean" for b in BINDINGS]
@@ -241,15 +262,7 @@ def render(outcomes: list[Outcome], seconds: float) -> str:
         if subject.freedom:
             lines.append(f"{'':<34}   {subject.freedom}")
         lines += [f"{'':<34}   {b}: {o.problem}" for b, o in by_binding.items() if o.problem]
-    clean = sum(not o.problem for o in conforming)
-    lines += ["", f"{sum(o.killed and not o.problem for o in mutants)}/{len(mutants)} mutants killed on what they "
-              f"declare ({sum(o.killed and o.subject.property_only for o in mutants)} only by the property tests); "
-              f"{clean}/{len(conforming)} conforming runs clean ({len(rows) - 3} variants and 3 references); "
-              f"{seconds:.1f}s"]
-    gaps = unexercised(outcomes)
-    if gaps:
-        lines.append("requirements no mutant exercises: " + ", ".join(gaps))
-    return "\n".join(lines)
+    return lines
 
 
 def _mark(subject: Subject, caught: set[str]) -> str:
@@ -267,5 +280,5 @@ def to_json(outcomes: list[Outcome], seconds: float) -> dict:
                       "by_properties": sorted(o.by_properties), "problem": o.problem, "errors": o.errors,
                       "seconds": round(o.seconds, 2)}
                      for o in outcomes],
-        "unexercised": unexercised(outcomes),
+        "unexercised": unexercised(subjects()),
     }

@@ -81,3 +81,17 @@ def certify_provider(factory, manifest_name: str, vectors, run_dir: Path, comman
         opener = lambda: PythonBinding("test", PROVIDER_PROTOCOL, 10.0, factory=factory)
     with Connection(opener) as connection:
         return provider_run.run_vectors(connection, vectors, manifest, run_dir / "cases")
+
+
+def processes_under(folder: Path) -> list[int]:
+    """Processes whose working directory lies in `folder`: what a test's launches left running. (A
+    pattern over command lines would also match other tests' processes under pytest-xdist.)"""
+    base, found = folder.resolve(), []
+    for entry in Path("/proc").iterdir():
+        try:
+            cwd = (entry / "cwd").resolve(strict=True) if entry.name.isdigit() else None
+        except OSError:
+            continue
+        if cwd is not None and (cwd == base or base in cwd.parents):
+            found.append(int(entry.name))
+    return found

@@ -1,25 +1,32 @@
-"""The self-test itself: every mutant of both roles is caught on what it
-declares (property-only ones by the properties and not the vectors), and the
-reference implementations and every conforming variant, over each binding
-they are certified on, come out clean. And the self-test's own verdicts can
+"""The self-test, one implementation per test so that pytest-xdist spreads
+them over the cores: every mutant is caught on what it declares (property-only
+ones by the properties and not the vectors), and the reference
+implementations and every conforming variant, over each binding they are
+certified on, come out with no failure. And the self-test's own verdicts can
 fail: a variant that is failed, or a mutant that strays, is a problem."""
+
+import pytest
 
 from conformance import selftest
 from conformance.proofs import kernel_mutants, kernel_variants, provider_variants
-from tests.conftest import ROOT
+from tests.conftest import ROOT, ctxconf
+
+SUBJECTS = {s.key: s for s in selftest.slowest_first(selftest.subjects())}
 
 
-def test_selftest_kills_every_mutant_and_clears_every_conforming_implementation():
-    outcomes = selftest.run("ci", jobs=2)
-    problems = {o.subject.key: o.problem for o in outcomes if o.problem}
-    assert not problems, problems
-    assert sum(o.subject.property_only for o in outcomes) >= 5, "properties must pull their weight"
-    assert selftest.unexercised(outcomes) == [], "every testable requirement has a mutant"
-    variants = {o.subject.key for o in outcomes if o.subject.freedom}
+@pytest.mark.parametrize("key", list(SUBJECTS), ids="-".join)
+def test_selftest(key):
+    outcome = selftest.certify(SUBJECTS[key], "ci", None)
+    assert not outcome.problem, outcome.problem
+
+
+def test_the_self_test_covers_every_requirement_both_ways():
+    everyone = list(SUBJECTS.values())
+    assert selftest.unexercised(everyone) == [], "every testable requirement has a mutant"
+    assert sum(s.property_only for s in everyone) >= 5, "properties must pull their weight"
+    variants = {s.key for s in everyone if s.freedom}
     assert len({name for name, _ in variants}) >= 25
     assert {binding for _, binding in variants} == {"python", "stdio", "grpc"}
-    text = selftest.render(outcomes, 0.0)
-    assert "Kill matrix" in text and "False-failure matrix" in text
 
 
 def test_a_failed_variant_and_a_straying_mutant_are_problems():
@@ -28,6 +35,14 @@ def test_a_failed_variant_and_a_straying_mutant_are_problems():
     assert selftest.certify(posing, "ci", None).problem.startswith("FALSE FAILURE of K-BUDGET-REJECT")
     undeclared = selftest.Subject("Undeclared", "kernel", wrong, breaks=("K-BUDGET-REJECT",))
     assert "does not declare" in selftest.certify(undeclared, "ci", None).problem
+
+
+def test_the_command_prints_both_matrices():
+    run = ctxconf("selftest", "-k", "JoinedBySpace")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Kill matrix" in run.stdout and "False-failure matrix" in run.stdout
+    assert "BlocksJoinedBySpace" in run.stdout and "0/0 mutants" in run.stdout
+    assert ctxconf("selftest", "-k", "NoSuchImplementation").returncode == 2
 
 
 def test_every_conforming_variant_is_listed_in_the_readme():

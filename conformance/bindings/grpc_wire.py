@@ -27,9 +27,14 @@ _CONTEXT_ERROR_TYPE = "pluggableharness.context.v1.ContextError"
 
 
 class SocketDir:
-    """A private directory for unix sockets, removed with everything in it."""
+    """A private directory for unix sockets, removed with everything in it. It goes in the system's
+    temporary directory when `parent` is too deep for a socket path (108 bytes at most on Linux)."""
+
+    LONGEST = 100 - len("/ctxconf-sock-xxxxxxxx/") - len("kernel-callback.sock")
 
     def __init__(self, parent: Path | None = None):
+        if parent is not None and len(str(parent.resolve()).encode()) > self.LONGEST:
+            parent = None
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix="ctxconf-sock-", dir=str(parent) if parent else None))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
-from conformance.engine.kernel_judge import Judgment, Outcome, judge_failure, judge_reply
+from conformance.engine.kernel_judge import Judgment, Outcome, judge_failure, judge_reply, same_but_tokens
 from conformance.engine.results import Finding
 from conformance.engine.scenario import KernelScenario, Model
 from conformance.wire import errors, tokens
@@ -355,10 +355,13 @@ class TurnCheck:
         return list(dict.fromkeys(found))
 
     def miscounted(self, observed: list[dict], offered: list[dict]) -> bool:
-        """Some kept section, otherwise as offered, carries a figure of the kernel's own that is wrong."""
-        return any(_same_but_tokens(kept, original) and kept["tokens"] not in (original["tokens"],
-                                                                                self.model.count(kept["content"]))
-                   for kept in observed for original in offered)
+        """Some kept section, otherwise as offered, carries a figure of the kernel's own that is wrong:
+        neither one it was offered with nor the right count."""
+        for kept in observed:
+            figures = {original["tokens"] for original in offered if same_but_tokens(kept, original)}
+            if figures and kept["tokens"] not in figures | {self.model.count(kept["content"])}:
+                return True
+        return False
 
     def why_rejected(self, own: list[dict], budget: int) -> str:
         """The kernel dropped a reply it should have kept: which rule did it misapply?"""
@@ -465,7 +468,7 @@ class TurnCheck:
 def _cut_from(section: dict, offered: list[dict]) -> bool:
     """`section` is a shortened copy of an offered section with the same owner and label."""
     text = tokens.text_of(section["content"])
-    if any(_same_but_tokens(section, original) for original in offered):
+    if any(same_but_tokens(section, original) for original in offered):
         return False
     for original in offered:
         if (original["provider"], original["label"]) == (section["provider"], section["label"]):
@@ -473,10 +476,6 @@ def _cut_from(section: dict, offered: list[dict]) -> bool:
             if len(text) < len(whole) and whole.startswith(text[: max(1, len(text) - 3)]):
                 return True
     return False
-
-
-def _same_but_tokens(a: dict, b: dict) -> bool:
-    return {**a, "tokens": 0} == {**b, "tokens": 0}
 
 
 def _gaps(spans: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:

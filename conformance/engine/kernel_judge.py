@@ -156,8 +156,8 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
         stated = sum(s["tokens"] for s in kept)
         # When accepting and rejecting a compactor's chain leave the same chain (it returned the prior
         # chain as it was, token figures aside), only the report shows the budget was enforced at all.
-        enforced = "K-COMPACTOR-BUDGET" if fake.compactor and _figures_aside(kept) == _figures_aside(prior) \
-            else "K-NO-SILENT-FALLBACK"
+        unchanged = len(kept) == len(prior) and all(map(same_but_tokens, kept, prior))
+        enforced = "K-COMPACTOR-BUDGET" if fake.compactor and unchanged else "K-NO-SILENT-FALLBACK"
         rejected = Outcome(kept_as_is(prior), needed + [Needed("budget_exceeded", enforced)])
         if counted > budget:
             judgment.outcomes.append(rejected)
@@ -184,8 +184,9 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
     return judgment
 
 
-def _figures_aside(sections: list[dict]) -> list[dict]:
-    return [{**s, "tokens": None} for s in sections]
+def same_but_tokens(a: dict, b: dict) -> bool:
+    """Two sections equal in every field but the token figure."""
+    return {**a, "tokens": 0} == {**b, "tokens": 0}
 
 
 def _budget_blame(fake: FakeProvider, kept: list[dict], budget: int, model: Model) -> str | None:

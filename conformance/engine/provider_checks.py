@@ -293,7 +293,7 @@ def _evaluate_all(assertions: dict, seen: dict, checker: Checker) -> list[str]:
     problems, judged = [], False
     for key, want in assertions.items():
         try:
-            problems += _evaluate(key, want, seen, checker)
+            problems += _ASSERTIONS[key](want, seen, checker)
             judged = True
         except NotEvaluable:
             pass
@@ -358,14 +358,19 @@ def _own(judge):
     return check
 
 
-def _each_own(judge):
-    """An assertion about every section the provider wrote: not evaluable when it wrote none
+def _wrote(judge):
+    """An assertion about the sections the provider wrote: not evaluable when it wrote none
     (a failed call, or a provider with nothing to add this firing)."""
     def check(want, seen: dict, checker: Checker) -> list[str]:
         if seen["failure"] is not None or not seen.get("own"):
             raise NotEvaluable
-        return [problem for section in seen["own"] for problem in judge(want, section, checker)]
+        return judge(want, seen, checker)
     return check
+
+
+def _each_own(judge):
+    """judge(want, section, checker) for every section the provider wrote."""
+    return _wrote(lambda want, seen, checker: [p for s in seen["own"] for p in judge(want, s, checker)])
 
 
 def _capability(test, message):
@@ -409,8 +414,7 @@ _ASSERTIONS = {
                           ["the reply is a delta: none of the prior sections"]),
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] != "moved" else
                               ["the prior sections are not an untouched prefix"]),
-    "truncated_iff_cut": _reply(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"])
-                                if seen["own"] else _not_evaluable()),
+    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"])),
     "own_text_excludes": _reply(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote
@@ -434,11 +438,3 @@ _ASSERTIONS = {
     "summarizes": _reply(lambda want, seen, checker: [] if not checker.rewrites or not all(checker.rewrites) else
                          [f"all {len(checker.rewrites)} rewritten section(s) so far are the original cut short"]),
 }
-
-
-def _not_evaluable():
-    raise NotEvaluable
-
-
-def _evaluate(key: str, want, seen: dict, checker: Checker) -> list[str]:
-    return _ASSERTIONS[key](want, seen, checker)
