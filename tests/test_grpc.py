@@ -13,8 +13,7 @@ from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.engine import kernel_run, provider_run
 from conformance.engine.connection import Connection
-from conformance.properties.runner import PropertyRun, kernel_property
-from tests.conftest import MANIFESTS, ROOT, failed_requirements, processes_under
+from tests.conftest import MANIFESTS, ROOT, processes_under
 
 RUNNERS = ROOT / "runners" / "python"
 HARNESS = f"{sys.executable} {RUNNERS / 'grpc_kernel_harness.py'} conformance.reference.kernel:create"
