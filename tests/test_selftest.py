@@ -7,7 +7,7 @@ fail: a variant that is failed, or a mutant that strays, is a problem."""
 
 import pytest
 
-from conformance import selftest
+from conformance import catalog as catalog_mod, selftest
 from conformance.proofs import kernel_mutants, kernel_variants, provider_variants
 from tests.conftest import ROOT, ctxconf
 
@@ -50,3 +50,16 @@ def test_every_conforming_variant_is_listed_in_the_readme():
     section = readme[readme.index("## What a pass and a fail mean"):readme.index("## The real wire")]
     names = [*kernel_variants.VARIANTS, *provider_variants.VARIANTS]
     assert [n for n in names if f"`{n}`" not in section] == []
+
+
+def test_every_variant_names_what_grants_its_freedom(catalog):
+    suite_rules = {"the harness protocol: features are optional", "the proto3 JSON mapping"}
+    spec = ROOT.parent / "shared" / "spec" / "upstream"
+    for cls in [*kernel_variants.VARIANTS.values(), *provider_variants.VARIANTS.values()]:
+        assert cls.freedom, cls.__name__
+        if cls.grants in catalog.rulings or cls.grants in suite_rules:
+            continue
+        file, _, anchor = cls.grants.partition("#")
+        assert anchor, f"{cls.__name__}: {cls.grants!r} is neither a ruling nor a spec anchor"
+        if spec.is_dir():
+            assert anchor in catalog_mod.anchors_in((spec / file).read_text(encoding="utf-8")), cls.grants

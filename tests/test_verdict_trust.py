@@ -18,6 +18,7 @@ from conformance.engine.connection import Connection
 from conformance.engine.scenario import from_vector
 from conformance.properties.runner import PropertyRun, kernel_property
 from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants, provider_variants
+from conformance.reference.kernel import ReferenceKernel
 from conformance.reports.verdict import build
 from tests.conftest import MANIFESTS, ROOT, certify_provider, certify_python, failed_requirements
 
@@ -59,6 +60,9 @@ def test_an_error_info_instead_of_a_context_error_fails_only_the_detail(binding,
     for right in ("P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TOKENS-COUNTTOKENS", "P-SOURCE-UNAVAILABLE",
                   "P-CONFIGURE-REJECT"):
         assert status[right] == "pass", right
+    vanished = next(r for r in results if r.id == "provider/errors/source-deleted-mid-session")
+    assert any(f.requirement == "P-SOURCE-UNAVAILABLE" and f.passed and f.where.startswith("step 6")
+               for f in vanished.findings), "the steps after a failed one still run and are judged"
 
 
 # --- one fault, one requirement ---------------------------------------------------------------
@@ -127,7 +131,7 @@ def test_a_rewrite_applied_against_the_rules_is_charged_once_not_to_every_later_
     second = {"name": "second", "capabilities": {"default_token_budget": 100, "compactor": True,
                                                  "stability": "STABILITY_DYNAMIC"}}
     doc = _scenario([over_budget_compactor, second])
-    assert _failures(kernel_mutants.ReferenceKernel, doc) == {}
+    assert _failures(ReferenceKernel, doc) == {}
     for name in ("CompactorUnchecked", "CompactorRewriteSurvivesRejection"):
         assert set(_failures(kernel_mutants.MUTANTS[name], doc)) == {"K-COMPACTOR-BUDGET"}, name
 

@@ -337,8 +337,15 @@ class TurnCheck:
         """Which requirement the kernel broke, from what it kept."""
         offered = (call.result or {}).get("sections", []) + call.request["prior_sections"]
         prior, budget = call.request["prior_sections"], call.request["token_budget"]
-        if observed == prior and judgment.blame == "K-PRIOR-SECTIONS" and call.result is not None:
-            return [self.why_rejected(call.result.get("sections", [])[len(prior):], budget)]
+        if judgment.blame == "K-SCOPE-DISCARD":
+            return [judgment.blame]  # whatever it kept of a reply it had to discard whole, the fault is keeping it
+        if observed == prior and call.result is not None:
+            # It kept nothing of a reply it should have kept (at least in part): which rule did it misapply?
+            sections = call.result.get("sections", [])
+            own = sections if self.scenario.provider(call.provider).compactor else sections[len(prior):]
+            admissible = [s for s in own if s["label"] and tokens.is_text_only(s["content"])]
+            content_rule = judgment.blame in ("K-NON-TEXT-REJECT", "K-PROMPT-BOUNDARIES")
+            return [self.why_rejected(admissible, budget, judgment.blame if content_rule else "K-PRIOR-SECTIONS")]
         if any(o.matches_but_tokens(observed) for o in judgment.outcomes) or self.miscounted(observed, offered):
             # Right sections with a wrong figure, or kept sections whose figure is neither the stated one nor
             # the right count: the kernel's own count is off, and its budget decisions with it.
@@ -363,13 +370,13 @@ class TurnCheck:
                 return True
         return False
 
-    def why_rejected(self, own: list[dict], budget: int) -> str:
-        """The kernel dropped a reply it should have kept: which rule did it misapply?"""
+    def why_rejected(self, own: list[dict], budget: int, otherwise: str) -> str:
+        """The kernel dropped sections it should have kept: which rule did it misapply?"""
         if sum(self.model.count(s["content"]) for s in own) == budget:
             return "K-BUDGET-REJECT"     # exactly at the budget is within it
         if self.model.count_tokens and sum(tokens.fallback_count(s["content"]) for s in own) > budget:
             return "K-COUNT-RESOLUTION"  # it counted with the formula, not the model's tokenizer
-        return "K-PRIOR-SECTIONS"
+        return otherwise
 
     def reported(self, provider: str, needed) -> bool:
         return any(d.get("provider") == provider and needed.category in (None, d.get("category"))
@@ -416,7 +423,9 @@ class TurnCheck:
         prompt, position, spans = self.result["prompt"], 0, []
         for section in self.result["sections"]:
             label = section["label"]
-            found = prompt_text.find(prompt, label, position) if label else None
+            if not label:
+                continue  # keeping it at all was judged with the reply it came in (R-MISSING-LABEL)
+            found = prompt_text.find(prompt, label, position)
             if found is None:
                 self.add("K-PROMPT-BOUNDARIES", False, f"the section of {section['provider']} labelled {label!r} "
                                                        "has no boundary carrying its label, in chain order")
@@ -436,10 +445,13 @@ class TurnCheck:
                 spans.append(found)
         self.add("K-PROMPT-BOUNDARIES", True)
         gaps = [prompt[a:b] for a, b in _gaps(spans, len(prompt))]
+        kept = [t for s in self.result["sections"] for t in (s["label"], *tokens.texts_of(s["content"]))]
         for judgment in self.judgments:
             for section in judgment.rejected:
                 for text in tokens.texts_of(section["content"]):
-                    if len(text) >= 8 and any(prompt_text.find(gap, text) for gap in gaps):
+                    # Outside every kept block, and not a part of what was kept (a boundary repeats its label).
+                    if len(text) >= 8 and not any(text in k for k in kept) and \
+                            any(prompt_text.find(gap, text) for gap in gaps):
                         self.add(judgment.blame, False, f"the prompt still holds the rejected text of "
                                                         f"{judgment.provider}: {_clip(text)}")
                         return
@@ -497,4 +509,5 @@ def _brief(chain: list[dict]) -> str:
 
 
 def _brief_expected(outcomes: list[Outcome]) -> str:
-    return " or ".join(_brief([e.section for e in o.chain]) for o in outcomes)
+    return " or ".join(_brief([{**e.section, "label": "<a label of the kernel's>"} if e.relabel else e.section
+                               for e in o.chain]) for o in outcomes)

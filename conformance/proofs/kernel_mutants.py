@@ -293,7 +293,7 @@ class RejectsAtBudget(ReferenceKernel):
         return sum(self.count(s["content"], model, call) for s in sections) >= budget and bool(sections)
 
 
-@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET"])
+@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", "K-TRUNCATED-NOT-ENOUGH"])
 class PerSectionBudget(ReferenceKernel):
     """Checks each section against the budget on its own (the upstream kernel's reading)."""
 
@@ -454,7 +454,7 @@ class SanitizesMarkup(ReferenceKernel):
 
 # --- scope ---------------------------------------------------------------------------------------------
 
-@mutant("K-SCOPE-DISCARD", also=["K-PROMPT-BOUNDARIES"])
+@mutant("K-SCOPE-DISCARD")
 class AcceptsForeignEdits(ReferenceKernel):
     """Takes a non-compactor's reply as the new chain, whatever it did to other sections."""
 
@@ -463,7 +463,7 @@ class AcceptsForeignEdits(ReferenceKernel):
         return sections
 
 
-@mutant("K-SCOPE-DISCARD", also=["K-PROMPT-BOUNDARIES"])
+@mutant("K-SCOPE-DISCARD")
 class KeepsOwnSectionsOnViolation(ReferenceKernel):
     """Restores the prior chain on a violation but keeps the violator's own new sections."""
 

@@ -11,10 +11,11 @@ import math
 import unicodedata
 
 from conformance.bindings.base import CallFailed
+from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.reference.provider_base import ReferenceProvider, context_failure, text_block
-from conformance.wire import errors, tokens
+from conformance.wire import tokens
 
 MUTANTS: dict[str, type[ReferenceProvider]] = {}
 
@@ -355,27 +356,11 @@ class FailureWithoutMessage(FileReader):
 
 
 @mutant("P-CONTEXT-ERROR-FIELDS", also=["P-ERROR-CATEGORIZED"])
-class ErrorInfoInsteadOfContextError(FileReader):
+class ErrorInfoInsteadOfContextError(ReshapesFailures, FileReader):
     """Sends its failures as the upstream SDK does: the category as a google.rpc.ErrorInfo reason, no ContextError."""
 
-    @staticmethod
-    def upstream_form(failure: CallFailed) -> CallFailed:
-        info = {"@type": f"type.googleapis.com/{errors.ERROR_INFO_TYPE}", "domain": "context.pluggableharness.dev",
-                "reason": errors.category_of(failure.context_error) or "unknown",
-                "metadata": {"retryable": str(bool((failure.context_error or {}).get("retryable"))).lower()}}
-        return CallFailed(failure.code, failure.message, None, [info])
-
-    def configure(self, request, call):
-        try:
-            return super().configure(request, call)
-        except CallFailed as failure:
-            raise self.upstream_form(failure) from None
-
-    def contribute(self, request, call):
-        try:
-            return super().contribute(request, call)
-        except CallFailed as failure:
-            raise self.upstream_form(failure) from None
+    def reshape(self, failure):
+        return CallFailed(failure.code, failure.message, None, [error_info(failure)])
 
 
 # --- the compactor ---------------------------------------------------------------------------------------------

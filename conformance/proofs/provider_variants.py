@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
+from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  longest_fitting, paragraphs, text_block)
-from conformance.wire import errors
 
 VARIANTS: dict[str, type[ReferenceProvider]] = {}
 
@@ -115,26 +115,10 @@ class ConfigureSaysSourceUnavailable(FileReader):
 
 @variant("error statuses carry a google.rpc.ErrorInfo and a DebugInfo beside the ContextError",
          "R-ERROR-DETAIL-FORM", grpc=True)
-class ExtraErrorDetails(FileReader):
-    @staticmethod
-    def detailed(failure: CallFailed) -> CallFailed:
-        category = errors.category_of(failure.context_error) or "unknown"
-        return CallFailed(failure.code, failure.message, failure.context_error, [
-            {"@type": f"type.googleapis.com/{errors.ERROR_INFO_TYPE}", "reason": category,
-             "domain": "context.pluggableharness.dev", "metadata": {"retryable": "true"}},
-            {"@type": "type.googleapis.com/google.rpc.DebugInfo", "detail": "raised in FileReader"}])
-
-    def configure(self, request, call):
-        try:
-            return super().configure(request, call)
-        except CallFailed as failure:
-            raise self.detailed(failure) from None
-
-    def contribute(self, request, call):
-        try:
-            return super().contribute(request, call)
-        except CallFailed as failure:
-            raise self.detailed(failure) from None
+class ExtraErrorDetails(ReshapesFailures, FileReader):
+    def reshape(self, failure):
+        debug = {"@type": "type.googleapis.com/google.rpc.DebugInfo", "detail": "raised in FileReader"}
+        return CallFailed(failure.code, failure.message, failure.context_error, [error_info(failure), debug])
 
 
 # --- the harness surface and wire forms ----------------------------------------------------------------
