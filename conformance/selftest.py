@@ -63,8 +63,8 @@ class Subject:
         return bool(self.breaks)
 
     @property
-    def key(self) -> tuple[str, str]:
-        return self.name, self.binding
+    def key(self) -> tuple[str, str, str]:
+        return self.role, self.name, self.binding
 
     @property
     def target(self) -> str:
@@ -187,7 +187,7 @@ def _failed(cases: list[CaseResult]) -> set[str]:
     return {f.requirement for c in cases for f in c.failures()}
 
 
-def _certify_by_key(key: tuple[str, str], profile: str, seed: int | None) -> Outcome:
+def _certify_by_key(key: tuple[str, str, str], profile: str, seed: int | None) -> Outcome:
     subject = next(s for s in subjects() if s.key == key)
     return certify(subject, profile, seed)
 
@@ -222,9 +222,9 @@ def unexercised(everyone: list[Subject]) -> list[str]:
 def render(outcomes: list[Outcome], seconds: float) -> str:
     mutants = [o for o in outcomes if o.subject.mutant]
     conforming = [o for o in outcomes if not o.subject.mutant]
-    rows: dict[str, dict[str, Outcome]] = {}
+    rows: dict[tuple[str, str], dict[str, Outcome]] = {}
     for o in conforming:
-        rows.setdefault(o.subject.name, {})[o.subject.binding] = o
+        rows.setdefault((o.subject.role, o.subject.name), {})[o.subject.binding] = o
     variants = sum(bool(next(iter(r.values())).subject.freedom) for r in rows.values())
     lines = _kill_matrix(mutants) + [""] + _false_failure_matrix(rows) + [
         "", f"{sum(o.killed and not o.problem for o in mutants)}/{len(mutants)} mutants killed on what they declare "
@@ -252,16 +252,17 @@ def _kill_matrix(mutants: list[Outcome]) -> list[str]:
     return lines
 
 
-def _false_failure_matrix(rows: dict[str, dict[str, Outcome]]) -> list[str]:
+def _false_failure_matrix(rows: dict[tuple[str, str], dict[str, Outcome]]) -> list[str]:
     lines = ["False-failure matrix: the references and every conforming variant pass over each binding", "",
-             f"{'implementation':<34} {'grants':<34} " + " ".join(f"{b:<8}" for b in BINDINGS)]
-    for name, by_binding in rows.items():
+             f"{'implementation':<44} {'grants':<34} " + " ".join(f"{b:<8}" for b in BINDINGS)]
+    for (role, name), by_binding in rows.items():
         subject = next(iter(by_binding.values())).subject
         cells = ["-" if b not in by_binding else "FAIL" if by_binding[b].problem else "clean" for b in BINDINGS]
-        lines.append(f"{name:<34} {(subject.grants or '(reference)')[:34]:<34} " + " ".join(f"{c:<8}" for c in cells))
+        lines.append(f"{f'{name} ({role})':<44} {(subject.grants or '(reference)')[:34]:<34} "
+                     + " ".join(f"{c:<8}" for c in cells))
         if subject.freedom:
-            lines.append(f"{'':<34}   {subject.freedom}")
-        lines += [f"{'':<34}   {b}: {o.problem}" for b, o in by_binding.items() if o.problem]
+            lines.append(f"{'':<44}   {subject.freedom}")
+        lines += [f"{'':<44}   {b}: {o.problem}" for b, o in by_binding.items() if o.problem]
     return lines
 
 

@@ -25,8 +25,9 @@ def test_the_self_test_covers_every_requirement_both_ways():
     assert selftest.unexercised(everyone) == [], "every testable requirement has a mutant"
     assert sum(s.property_only for s in everyone) >= 5, "properties must pull their weight"
     variants = {s.key for s in everyone if s.freedom}
-    assert len({name for name, _ in variants}) >= 25
-    assert {binding for _, binding in variants} == {"python", "stdio", "grpc"}
+    assert len(SUBJECTS) == len(selftest.subjects()), "every subject has its own key"
+    assert len({(role, name) for role, name, _ in variants}) >= 25
+    assert {binding for _, _, binding in variants} == {"python", "stdio", "grpc"}
 
 
 def test_a_failed_variant_and_a_straying_mutant_are_problems():
