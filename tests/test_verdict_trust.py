@@ -25,7 +25,7 @@ from tests.conftest import MANIFESTS, ROOT, certify_provider, certify_python, fa
 SERVER = f"{sys.executable} {ROOT / 'runners' / 'python' / 'grpc_provider_server.py'}"
 
 
-# --- the three situations issue 8 reported ---------------------------------------------------
+# --- three false verdicts users reported ------------------------------------------------------
 
 def test_blocks_on_separate_lines_are_not_a_kernel_cut(kernel_vectors):
     variant = kernel_variants.VARIANTS["BlocksOnSeparateLines"]
