@@ -30,6 +30,7 @@ class Requirement:
     reason: str = ""
     note: str = ""
     retired: bool = False
+    exercised_when: str = ""  # a behaviour the implementation may never show; only then is this judged
 
     @property
     def normative(self) -> bool:

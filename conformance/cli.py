@@ -32,7 +32,7 @@ from conformance import selftest
 from conformance.engine import kernel_run, provider_run
 from conformance.properties.runner import PROFILES, PropertyRun, kernel_property, provider_property
 from conformance.reports import badge, console, json_report, junit, markdown
-from conformance.reports.verdict import CONFORMANT, build
+from conformance.reports.verdict import build
 from conformance.schemas import InputError, read_yaml
 
 REFERENCE_KERNEL = "conformance.reference.kernel:create"
@@ -156,26 +156,32 @@ ROLES = {  # protocol, harness schema, bundled target, requirement roles
 
 
 def _kernel(args: argparse.Namespace) -> int:
-    catalog = catalog_mod.load()
-    return _certify(args, "kernel", catalog, _select(vectors_mod.load_dir("kernel", catalog, args.vectors), args.filter),
-                    _property_run(args))
+    return _role(args, "kernel")
 
 
 def _provider(args: argparse.Namespace) -> int:
+    return _role(args, "provider")
+
+
+def _role(args: argparse.Namespace, role: str) -> int:
     catalog = catalog_mod.load()
-    return _certify(args, "provider", catalog,
-                    _select(vectors_mod.load_dir("provider", catalog, args.vectors), args.filter), _property_run(args))
+    vectors = _select(vectors_mod.load_dir(role, catalog, args.vectors), args.filter)
+    return _certify(args, role, catalog, vectors, _property_run(args),
+                    partial=f"only the cases matching -k {args.filter!r}" if args.filter else None)
 
 
 def _replay(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
     vector = vectors_mod.load_file(args.file, catalog)
-    return _certify(args, vector.id.split("/")[0], catalog, [vector], None)
+    return _certify(args, vector.id.split("/")[0], catalog, [vector], None, partial=f"one vector, {args.file}")
 
 
-def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None) -> int:
-    """Run the vectors (then the properties) against the target and report."""
+def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None,
+             partial: str | None = None) -> int:
+    """Run the vectors (then the properties) against the target and report. A partial run (`partial`
+    says which) reports what it found but gives no verdict."""
     protocol, schema, reference, roles = ROLES[role]
+    _check_targets(args)
     manifest = _manifest(args) if role == "provider" else None
     baseline = _baseline(args.baseline)
     with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
@@ -191,7 +197,7 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
                 cases += [provider_property(connection, run, manifest, Path(workdir) / "properties")] if run else []
             implementation = connection.implementation
     report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
-                   seed=run.seed if run else None)
+                   seed=run.seed if run else None, filtered=partial)
     return _emit(report, args)
 
 
@@ -220,8 +226,20 @@ def _selftest(args: argparse.Namespace) -> int:
     return 1 if any(o.problem for o in outcomes) else 0
 
 
+TARGETS = ("python", "stdio", "grpc", "grpc_cmd", "plugin")
+
+
 def _has_target(args: argparse.Namespace) -> bool:
-    return any(getattr(args, name, None) for name in ("python", "stdio", "grpc", "grpc_cmd", "plugin"))
+    return any(getattr(args, name, None) is not None for name in TARGETS)
+
+
+def _check_targets(args: argparse.Namespace) -> None:
+    """A target option given empty (an unset CI variable, say) is a mistake, not a request for the reference."""
+    for name in TARGETS:
+        value = getattr(args, name, None)
+        if value is not None and not value.strip():
+            raise InputError(f"--{name.replace('_', '-')}", "is empty; name the implementation, or leave the "
+                             "option out to certify the bundled reference")
 
 
 def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
@@ -282,7 +300,7 @@ def _emit(report, args: argparse.Namespace) -> int:
     if args.badge:
         _write(args.badge / "badge.svg", badge.svg(report))
         _write(args.badge / "badge.json", json.dumps(badge.endpoint(report)) + "\n")
-    return 0 if report.verdict == CONFORMANT else 1
+    return report.exit_code
 
 
 def _write(path: Path, text: str) -> None:

@@ -32,6 +32,7 @@ from conformance.engine.connection import Connection
 from conformance.engine.results import CaseResult
 from conformance.properties.runner import PropertyRun, kernel_property, provider_property
 from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants, provider_variants
+from conformance.reports.verdict import build
 from conformance.reference import compactor, filereader, kernel
 
 MANIFESTS = paths.PACKAGE / "reference" / "manifests"
@@ -84,6 +85,8 @@ class Outcome:
     why: dict[str, str] = field(default_factory=dict)   # requirement -> the first failure reported for it
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    verdict: str = ""
+    unexercised: list[str] = field(default_factory=list)  # MUSTs that applied and were never judged
 
     @property
     def caught(self) -> set[str]:
@@ -103,9 +106,11 @@ class Outcome:
         s = self.subject
         if self.errors:
             return "errored: " + self.errors[0].splitlines()[0]
+        if not s.mutant and self.caught:
+            return "FALSE FAILURE of " + "; ".join(f"{r} ({self.why[r]})" for r in sorted(self.caught))
         if not s.mutant:
-            return ("FALSE FAILURE of " + "; ".join(f"{r} ({self.why[r]})" for r in sorted(self.caught))
-                    if self.caught else "")
+            # A conforming implementation must be certifiable: every MUST exercised, or named for a reason.
+            return f"INCOMPLETE: never exercised {', '.join(self.unexercised)}" if self.unexercised else ""
         if not self.killed:
             return "SURVIVED"
         if self.stray:
@@ -158,6 +163,9 @@ def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
             prop = provider_property(connection, run, manifest, Path(workdir) / "properties")
     outcome.by_vectors = _failed(cases)
     outcome.by_properties = _failed([prop])
+    roles = catalog_mod.KERNEL_ROLES if subject.role == "kernel" else catalog_mod.PROVIDER_ROLES
+    report = build(catalog_mod.load(), roles, subject.role, [*cases, prop], subject.binding, {}, 0.0)
+    outcome.verdict, outcome.unexercised = report.verdict, [r.id for r in report.unexercised]
     for case in [*cases, prop]:
         for finding in case.failures():
             outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")

@@ -122,7 +122,7 @@ class GrpcKernelBinding:
         hello = self._rpc(self.stub.Hello, harness_pb2.HelloRequest(protocol="ctxconf-kernel/1"))
         self.implementation = hello.get("implementation", {})
         # A real transport can hold a call open, so the kernel's own deadline is observable.
-        self.features = (*hello.get("features", ()), "real_transport")
+        self.features = (*hello.get("features", ()), "real_transport", "concurrent_callbacks")
         return hello
 
     def request(self, op: str, fields: dict, on_callback: OnCallback = no_callbacks) -> dict:

@@ -151,6 +151,8 @@ class TurnCheck:
         # Over bindings that cannot hold a call open, a hang is simulated as DEADLINE_EXCEEDED:
         # the kernel's reaction is judged, but its own deadline is not (K-TIMEOUT needs a real transport).
         self.real_transport = "real_transport" in features
+        # Over stdio a shim must wait for each answer, so calls cannot overlap and K-SEQUENTIAL is not judged.
+        self.sees_overlap = "concurrent_callbacks" in features
         self.input = record.turn.input
         self.model: Model = scenario.model(self.input["model"])
         self.state = sessions.setdefault(self.input["session_id"], SessionState())
@@ -171,8 +173,9 @@ class TurnCheck:
         if unknown:
             self.add(HARNESS, False, f"Contribute was called on undeclared providers {unknown}")
             return self.findings
-        self.add("K-SEQUENTIAL", not any(c.overlapped for c in self.record.calls),
-                 "a callback arrived while another was still in flight")
+        if self.sees_overlap and len(self.record.calls) > 1:
+            self.add("K-SEQUENTIAL", not any(c.overlapped for c in self.record.calls),
+                     "a callback arrived while another was still in flight")
         self.check_order(calls, names)
         pending: tuple[CallRecord, Judgment] | None = None
         for call in calls:
@@ -218,6 +221,8 @@ class TurnCheck:
         runs = [p for i, p in enumerate(positions) if i == 0 or p != positions[i - 1]]
         in_order = runs == sorted(runs) and len(runs) == len(set(runs))
         seen = [c.provider for i, c in enumerate(calls) if i == 0 or c.provider != calls[i - 1].provider]
+        if len(set(seen)) < 2:
+            return  # one provider or none: no order to judge
         self.add("K-DECLARATION-ORDER", in_order, f"providers were called in the order {seen}; declared {names}")
         if not in_order and dynamic_before_static([p.stability for p in self.scenario.providers]):
             self.add("KC-NO-REORDER", False, f"called {seen} where the declaration is {names}: "
@@ -443,7 +448,8 @@ class TurnCheck:
                     return
                 position = found[1]
                 spans.append(found)
-        self.add("K-PROMPT-BOUNDARIES", True)
+        if spans:
+            self.add("K-PROMPT-BOUNDARIES", True)
         gaps = [prompt[a:b] for a, b in _gaps(spans, len(prompt))]
         kept = [t for s in self.result["sections"] for t in (s["label"], *tokens.texts_of(s["content"]))]
         for judgment in self.judgments:

@@ -14,6 +14,11 @@ from conformance.engine.scenario import KernelScenario, from_vector
 from conformance.vectors import Vector
 
 
+# What each feature a vector may need is, in the words of a verdict that names what was not exercised.
+FEATURES = {"real_transport": "a real transport (gRPC)", "count_tokens": "the count_tokens op",
+            "concurrent_callbacks": "a binding that sees calls made at the same time (python or gRPC)"}
+
+
 def case_result(case_id: str, title: str, scenario: KernelScenario, connection: Connection,
                 requirements: tuple[str, ...] = (), rulings: tuple[str, ...] = (), needs: tuple[str, ...] = (),
                 source: str = "") -> CaseResult:
@@ -26,7 +31,8 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
         return result
     missing = [n for n in needs if n not in binding.features]
     if missing:
-        result.skipped = f"needs {', '.join(missing)}, which the {binding.name} binding does not offer"
+        result.needs = " and ".join(FEATURES.get(n, n) for n in missing)
+        result.skipped = f"needs {result.needs}, which the {binding.name} binding does not offer"
         return result
     transcript = drive(binding, scenario)
     findings = kernel_checks.check_case(scenario, transcript)

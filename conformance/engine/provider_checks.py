@@ -107,29 +107,37 @@ class Checker:
         self.add("P-DESCRIBE", not problems, "; ".join(problems), where)
 
     def check_contribute(self, record: StepRecord, where: str) -> None:
+        """Each requirement judged on what this reply shows; one with nothing to judge (no prior chain,
+        no section of its own) gives no finding rather than a pass it did not earn."""
         request, reply = record.request, record.result
         prior, sections, budget = request["prior_sections"], reply["sections"], request["token_budget"]
         own = own_sections(record, self.compactor)
         written = sections if self.compactor else own
         if not self.compactor:
-            self.check_placement(prior, sections, where)
-            self.add("P-SECTION-PROVIDER", all(s["provider"] == self.manifest.name for s in own),
-                     f"its sections claim the names {sorted({s['provider'] for s in own})}, "
-                     f"not its declared {self.manifest.name!r}", where)
-            total = sum(tokens.suite_tokenizer_count(s["content"]) for s in own)
-            self.add("P-WITHIN-BUDGET", total <= budget, f"its sections count {total} against a budget of {budget}", where)
+            if prior:
+                self.check_placement(prior, sections, where)
+            if own:
+                self.add("P-SECTION-PROVIDER", all(s["provider"] == self.manifest.name for s in own),
+                         f"its sections claim the names {sorted({s['provider'] for s in own})}, "
+                         f"not its declared {self.manifest.name!r}", where)
+                total = sum(tokens.suite_tokenizer_count(s["content"]) for s in own)
+                self.add("P-WITHIN-BUDGET", total <= budget, f"its sections count {total} against a budget of {budget}",
+                         where)
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
         else:
-            total = sum(tokens.suite_tokenizer_count(s["content"]) for s in sections)
-            self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}", where)
+            if sections:
+                total = sum(tokens.suite_tokenizer_count(s["content"]) for s in sections)
+                self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}",
+                         where)
             self.check_history_rewrite(request, reply, where)
             self.note_rewrites(prior, sections)
-        self.add("P-SECTION-LABEL", all(s["label"] for s in written), "a section has no label", where)
-        self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in written),
-                 "a section has no stability", where)
-        self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in written),
-                 "a section holds a non-text block", where)
+        if written:
+            self.add("P-SECTION-LABEL", all(s["label"] for s in written), "a section has no label", where)
+            self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in written),
+                     "a section has no stability", where)
+            self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in written),
+                     "a section holds a non-text block", where)
         self.check_tokens(own, record, where)
 
     def check_placement(self, prior: list[dict], sections: list[dict], where: str) -> None:
@@ -250,12 +258,11 @@ ERROR_FORM = {"P-ERROR-NOT-UNKNOWN": _not_unknown_problems, "P-CONTEXT-ERROR-FIE
 # --- explicit expectations ---------------------------------------------------------
 
 def observation(record: StepRecord, checker: Checker) -> dict:
-    """What a step's assertions look at. A failed contribute call contributed nothing: no sections of its
-    own, no text, zero tokens (R-UNSERVABLE-REQUEST); what only a reply has is left out."""
+    """What a step's assertions look at. A failed contribute call contributed nothing: no sections, no
+    text (R-UNSERVABLE-REQUEST); what only a reply has is left out."""
     seen: dict = {"failed": record.failure is not None, "failure": record.failure, "counts": record.counts}
     if record.step.kind == "contribute" and record.failure is not None:
-        seen |= {"own": [], "own_text": "", "own_total": 0, "chain_total": 0,
-                 "budget": record.request["token_budget"]}
+        seen |= {"own": [], "chain": [], "own_text": "", "budget": record.request["token_budget"]}
     if record.failure is not None or record.result is None:
         return seen
     if record.step.kind == "contribute":
@@ -263,8 +270,7 @@ def observation(record: StepRecord, checker: Checker) -> dict:
         prior, sections = record.request["prior_sections"], record.result["sections"]
         seen |= {"own": own, "own_text": "\n".join(tokens.text_of(s["content"]) for s in own),
                  "placement": placement(prior, sections), "source_text": record.source_text,
-                 "own_total": sum(tokens.suite_tokenizer_count(s["content"]) for s in own),
-                 "chain_total": sum(tokens.suite_tokenizer_count(s["content"]) for s in sections),
+                 "chain": sections,
                  "budget": record.request["token_budget"],
                  "rewrites": bool(record.result["rewritten_history"]),
                  "history_problems": history_problems(record.request, record.result)}
@@ -358,6 +364,19 @@ def _own(judge):
     return check
 
 
+def _fits(part: str, what: str):
+    """A budget assertion over `part` (its own sections, or the whole chain): with no section (a failed
+    call, an empty reply) nothing exceeds the budget, but nothing was shown to fit it either."""
+    def check(want, seen: dict, checker: Checker) -> list[str]:
+        if part not in seen:
+            return ["nothing observed: the step is not a contribute call"]
+        if not seen[part]:
+            raise NotEvaluable
+        total = sum(tokens.suite_tokenizer_count(s["content"]) for s in seen[part])
+        return [] if total <= seen["budget"] else [f"{what} count {total} against {seen['budget']}"]
+    return check
+
+
 def _wrote(judge):
     """An assertion about the sections the provider wrote: not evaluable when it wrote none
     (a failed call, or a provider with nothing to add this firing)."""
@@ -405,10 +424,8 @@ _ASSERTIONS = {
         "max", len(seen["own"])) else [f"{len(seen['own'])} own section(s), expected {want}"]),
     "own_text_contains": _own(lambda want, seen, checker: [f"its text lacks {t!r}" for t in want
                                                            if t not in seen["own_text"]]),
-    "within_budget": _own(lambda want, seen, checker: [] if seen["own_total"] <= seen["budget"] else
-                          [f"its sections count {seen['own_total']} against {seen['budget']}"]),
-    "chain_fits": _own(lambda want, seen, checker: [] if seen["chain_total"] <= seen["budget"] else
-                       [f"the chain counts {seen['chain_total']} against {seen['budget']}"]),
+    "within_budget": _fits("own", "its sections"),
+    "chain_fits": _fits("chain", "the chain"),
     # what only a reply has
     "whole_chain": _reply(lambda want, seen, checker: [] if seen["placement"] != "delta" else
                           ["the reply is a delta: none of the prior sections"]),

@@ -15,15 +15,16 @@ from conformance.manifest import Manifest
 from conformance.vectors import Vector
 
 
-def applies(applies_to: str, manifest: Manifest, capabilities: dict) -> str | None:
-    """Why a case does not apply to this provider, or None when it does."""
+def applies(applies_to: str, manifest: Manifest, capabilities: dict) -> tuple[str, str | None] | None:
+    """None when a case applies to this provider; otherwise why not, and what would let it run
+    (None when nothing would: it is for another kind of provider)."""
     compactor = bool(capabilities.get("compactor"))
     if applies_to == "file-reader" and not manifest.reads_files:
-        return "for file readers (the manifest's kind is not file-reader)"
+        return "for file readers (the manifest's kind is not file-reader)", "a file-reader manifest, if it reads files"
     if applies_to == "compactor" and not compactor:
-        return "for compactors"
+        return "for compactors", None
     if applies_to == "non-compactor" and compactor:
-        return "for providers that are not compactors"
+        return "for providers that are not compactors", None
     return None
 
 
@@ -42,7 +43,7 @@ def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Man
         transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
         reason = applies(case.applies_to, manifest, transcript.capabilities or {})
         if reason:
-            result.skipped = f"the case is {reason}"
+            result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
         else:
             result.findings = provider_checks.check_case(transcript, manifest)
             if transcript.error:

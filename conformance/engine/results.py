@@ -28,7 +28,8 @@ class CaseResult:
     rulings: tuple[str, ...] = ()
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None               # the implementation crashed, hung or broke the protocol
-    skipped: str | None = None
+    skipped: str | None = None             # why the case did not run
+    needs: str | None = None               # what would let a skipped case run; None: it does not apply
     seconds: float = 0.0
     source: str = ""                       # vector file, or how the case was generated
 

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
-from conformance.reports.verdict import CONFORMANT, Report
+from conformance.reports.verdict import CONFORMANT, INCOMPLETE, NOT_CONFORMANT, Report
 
 
 def _message(report: Report) -> tuple[str, str]:
-    passed = sum(1 for r in report.requirements if r.status == "pass")
-    tested = sum(1 for r in report.requirements if r.status not in ("not-tested", "skip"))
-    if report.verdict == CONFORMANT:
-        return f"conformant ({passed}/{tested})", "brightgreen" if not report.warnings else "yellowgreen"
-    return f"not conformant ({len(report.blocking_failures)} failing)", "red"
+    verdict = report.verdict
+    if verdict == CONFORMANT:
+        passed = sum(1 for r in report.requirements if r.status == "pass")
+        named = len(report.named)
+        return (f"conformant over {report.binding} ({passed} passed)"
+                + (f"; {named} MUST{'s' * (named != 1)} not exercised" if named else ""),
+                "brightgreen" if not report.warnings and not named else "yellowgreen")
+    if verdict == NOT_CONFORMANT:
+        failing, known = len(report.blocking_failures), len(report.known_failures)
+        return (f"not conformant ({failing} failing" + (f", {known} known" if known else "") + ")"
+                if failing or not known else f"not conformant ({known} known failures)"), "red"
+    if verdict == INCOMPLETE:
+        return f"incomplete ({len(report.unexercised)} MUST not exercised)", "orange"
+    return "no verdict (partial run)", "lightgrey"
 
 
 def endpoint(report: Report) -> dict:
@@ -20,7 +29,7 @@ def endpoint(report: Report) -> dict:
     return {"schemaVersion": 1, "label": f"ctxconf {report.role}", "message": message, "color": color}
 
 
-_HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "red": "#e05d44"}
+_HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "orange": "#fe7d37", "red": "#e05d44", "lightgrey": "#9f9f9f"}
 
 
 def svg(report: Report) -> str:

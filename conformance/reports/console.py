@@ -53,5 +53,5 @@ def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = Fa
           f"; {report.seconds:.1f}s", file=stream)
     if report.warnings:
         print("warnings (SHOULD): " + ", ".join(r.id for r in report.warnings), file=stream)
-    verdict = report.verdict.upper()
-    print(_color(f"verdict: {verdict}", "32" if report.verdict == CONFORMANT else "31", stream), file=stream)
+    line = f"verdict: {report.verdict.upper()}" + "".join(f"\n  {d}" for d in report.details())
+    print(_color(line, "32" if report.verdict == CONFORMANT else "31", stream), file=stream)

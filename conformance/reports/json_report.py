@@ -12,6 +12,8 @@ def to_json(report: Report) -> dict:
         "role": report.role,
         "binding": report.binding,
         "verdict": report.verdict,
+        "verdict_details": report.details(),
+        "filtered": report.filtered,
         "seed": report.seed,
         "requirements": [{
             "id": r.id, "level": r.requirement.level, "binds": r.requirement.binds,
@@ -30,6 +32,9 @@ def to_json(report: Report) -> dict:
         "summary": {
             "requirements": report.counts(), "cases": report.case_counts(),
             "blocking_failures": [r.id for r in report.blocking_failures],
+            "known_failures": [r.id for r in report.known_failures],
+            "unexercised": [r.id for r in report.unexercised],
+            "not_exercised": [{"id": r.id, "why": r.why_unexercised} for r in report.named],
             "warnings": [r.id for r in report.warnings],
             "errored_cases": [c.id for c in report.errored_cases],
             "seconds": round(report.seconds, 3),

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from conformance.engine.results import ERROR, FAIL
-from conformance.reports.verdict import CONFORMANT, Report
+from conformance.reports.verdict import CONFORMANT, NO_VERDICT, Report
 
 
 def to_markdown(report: Report) -> str:
     impl = report.implementation
-    icon = "✅" if report.verdict == CONFORMANT else "❌"
-    lines = [f"## {icon} ctxconf {report.role}: {report.verdict}", "",
+    icon = {CONFORMANT: "✅", NO_VERDICT: "➖"}.get(report.verdict, "❌")
+    lines = [f"## {icon} ctxconf {report.role}: {report.verdict}", "", *[f"- {d}" for d in report.details()], "",
              f"{impl.get('name', '?')} {impl.get('version', '')} over **{report.binding}**, "
              f"ctxconf {report.suite_version}, {len(report.cases)} cases in {report.seconds:.1f}s.", "",
              "| status | count |", "|---|---|"]
