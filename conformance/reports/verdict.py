@@ -177,6 +177,8 @@ def build(catalog: Catalog, roles: tuple[str, ...], role: str, cases: list[CaseR
                 result.needs.append(case.needs)
             statuses.append(status)
         result.status = next((s for s in _PRECEDENCE if s in statuses), NOT_TESTED)
+        if result.status == SKIP and any(requirement.id in c.requirements and not c.skipped for c in cases):
+            result.status = NOT_TESTED  # a case that applies cited it, and found nothing to judge
         results.append(result)
     stale = [_describe(e) for i, e in enumerate(expected) if i not in used
              and any(r.id == e.get("requirement") for r in results)]
