@@ -2,6 +2,7 @@
 once said CONFORMANT, or exited 0, when it should not have."""
 
 import json
+import sys
 
 import pytest
 import yaml
@@ -12,7 +13,13 @@ from conformance.reference.provider_base import ReferenceProvider
 from conformance.reports import badge
 from conformance.reports.verdict import CONFORMANT, INCOMPLETE, NO_VERDICT, NOT_CONFORMANT, build
 from conformance.proofs import kernel_mutants
-from tests.conftest import MANIFESTS, REFERENCE_SHIM, certify_python, certify_stdio, ctxconf
+from conformance.bindings.grpc_kernel import GrpcKernelBinding
+from conformance.engine import kernel_run
+from conformance.engine.connection import Connection
+from tests.conftest import (MANIFESTS, REFERENCE_SHIM, ROOT, SHIM, certify_python, certify_stdio, ctxconf,
+                            failed_requirements)
+
+HARNESS = f"{sys.executable} {ROOT / 'runners' / 'python' / 'grpc_kernel_harness.py'}"
 
 
 def _report(cases, **options):
@@ -125,3 +132,18 @@ def test_what_an_implementation_does_not_offer_is_named_in_the_verdict(kernel_ve
     sequential = next(r for r in stdio.requirements if r.id == "K-SEQUENTIAL")
     assert sequential.status == "skip", "over stdio no two calls can overlap: nothing was seen, nothing passed"
     assert any(d.startswith("not exercised: K-SEQUENTIAL") for d in stdio.details())
+
+
+@pytest.mark.parametrize("binding", ["python", "stdio", "grpc"])
+def test_a_kernel_that_leaves_the_provider_out_of_model_ref_fails_resolution(binding, kernel_vectors, tmp_path):
+    mutant = kernel_mutants.MUTANTS["ModelRefWithoutProvider"]
+    target = f"{mutant.__module__}:{mutant.__name__}"
+    cases = [v for v in kernel_vectors if v.id.startswith("kernel/counting/")]
+    if binding == "python":
+        results = certify_python(mutant, cases)
+    elif binding == "stdio":
+        results = certify_stdio(f"{SHIM} {target}", cases, tmp_path)
+    else:
+        with Connection(lambda: GrpcKernelBinding(tmp_path, 10.0, command=f"{HARNESS} {target}")) as connection:
+            results = kernel_run.run_vectors(connection, cases)
+    assert "K-COUNT-RESOLUTION" in failed_requirements(results)

@@ -167,5 +167,6 @@ _ASSERTIONS = {
     "requests": _requests,
     "diagnostics": _diagnostics, "no_diagnostics_for": _no_diagnostics_for, "turn_failed": _turn_failed,
     "turn_error": _turn_error, "history": _history, "prompt": _prompt, "warnings": _warnings,
-    "no_warnings": _no_warnings, "count": _scalar("count"), "exact": _scalar("exact"), "one_of": _one_of,
+    "no_warnings": _no_warnings, "count": _scalar("count"), "exact": _scalar("exact"),
+    "exact_truthful": _scalar("exact_truthful"), "one_of": _one_of,
 }

@@ -40,11 +40,19 @@ class FakeProviders:
         raise CallFailed("NOT_FOUND", f"no provider named {name!r} was declared")
 
     def _count_tokens(self, request: dict) -> dict:
+        """The model providers' own CountTokens, found as a kernel's model registry finds them: by the
+        provider's name and the model's id, both of which model_ref must carry."""
         ref = request.get("model_ref") or {}
-        for model in self.scenario.models:
-            if model.count_tokens and model.id == ref.get("id"):
-                return {"count": tokens.suite_tokenizer_count(request.get("content", [])), "exact": True}
-        raise CallFailed("UNIMPLEMENTED", f"model {ref.get('id')!r} has no tokenizer; use the fallback formula")
+        provider, model_id = ref.get("provider", ""), ref.get("id", "")
+        if not provider or not model_id:
+            raise CallFailed("INVALID_ARGUMENT", f"model_ref {ref} must name a model provider and its model: "
+                                                 "no registry can route it to a tokenizer")
+        model = next((m for m in self.scenario.models if (m.provider, m.id) == (provider, model_id)), None)
+        if model is None:
+            raise CallFailed("NOT_FOUND", f"no model provider {provider!r} serves a model {model_id!r}")
+        if not model.count_tokens:
+            raise CallFailed("UNIMPLEMENTED", f"{provider} has no tokenizer for {model_id}; use the fallback formula")
+        return {"count": tokens.suite_tokenizer_count(request.get("content", [])), "exact": True}
 
     def _contribute(self, fake: FakeProvider, request: dict) -> dict:
         action = fake.action(self.turn.index if self.turn else 0)

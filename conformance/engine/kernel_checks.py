@@ -62,7 +62,7 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         expect = record.turn.expect
         if record.turn.kind == "count_tokens":  # one stateless observation: its vector says what it tests
             findings += check_count(scenario, record, where)
-            findings += expectations.check(expect, observation(record, transcript), where)
+            findings += expectations.check(expect, observation(scenario, record, transcript), where)
             continue
         state = sessions.setdefault(record.turn.input["session_id"], SessionState())
         invariants = TurnCheck(scenario, sessions, record, where, transcript.features).run()
@@ -74,14 +74,16 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
             # about anything else would charge its consequences too: one fault, one requirement.
             expect = {r: a for r, a in expect.items() if r in broken}
         state.went_wrong = state.went_wrong or bool(broken)
-        findings += expectations.check(expect, observation(record, transcript), where)
+        findings += expectations.check(expect, observation(scenario, record, transcript), where)
     return findings
 
 
-def observation(record: TurnRecord, transcript: Transcript) -> dict:
+def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transcript) -> dict:
     result = record.result or {}
     if record.turn.kind == "count_tokens":
-        return {"count": result.get("count"), "exact": result.get("exact")}
+        model = _counted_for(scenario, record.turn.input)
+        return {"count": result.get("count"), "exact": result.get("exact"),
+                "exact_truthful": exact_is_truthful(model, record.turn.input["content"], result)}
     calls = record.contributes()
     requests: dict[str, dict] = {}
     for call in calls:
@@ -128,18 +130,34 @@ def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
 # --- the count_tokens op ---------------------------------------------------------------
 
 def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> list[Finding]:
+    """The count must come from the model's tokenizer when it has one, else from the formula; the exact
+    flag must say truthfully which of the two produced the count the kernel gave."""
     request, result = record.turn.input, record.result
-    ref = request.get("model_ref") or {}
-    model = next((m for m in scenario.models if m.id == ref.get("id")), None)
+    model = _counted_for(scenario, request)
     exact = bool(model and model.count_tokens)
     want = tokens.count(request["content"], exact)
     requirement = "K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA"
     how = "the model's tokenizer" if exact else "the fallback formula"
     return [
-        Finding(requirement, result["count"] == want,
-                f"count {result['count']}, but {how} gives {want}", where),
-        Finding("K-COUNT-EXACT-FLAG", result["exact"] == exact, f"exact {result['exact']}, expected {exact}", where),
+        Finding(requirement, result["count"] == want, f"count {result['count']}, but {how} gives {want}", where),
+        Finding("K-COUNT-EXACT-FLAG", exact_is_truthful(model, request["content"], result),
+                f"exact {result['exact']} for a count of {result['count']}, which is not what produced it", where),
     ]
+
+
+def _counted_for(scenario: KernelScenario, request: dict) -> Model | None:
+    ref = request.get("model_ref") or {}
+    return next((m for m in scenario.models if m.id == ref.get("id")), None)
+
+
+def exact_is_truthful(model: Model | None, content: list[dict], result: dict) -> bool:
+    """exact says whether a real tokenizer produced the count: never for a model without one; for a model
+    with one, true for the tokenizer's count and false for the formula's or any other number."""
+    if not (model and model.count_tokens):
+        return result["exact"] is False
+    by_tokenizer = result["count"] == tokens.suite_tokenizer_count(content)
+    by_formula = result["count"] == tokens.fallback_count(content)
+    return True if by_tokenizer and by_formula else result["exact"] is by_tokenizer
 
 
 # --- one assemble turn ----------------------------------------------------------------------
@@ -289,6 +307,12 @@ class TurnCheck:
         if wrong is not None:
             self.add(wrong.rejected_history_blame, False, f"history_tokens counts {wrong.provider}'s rewritten_history, "
                      f"which may not replace the conversation: {wrong.why}", where)
+            return
+        if self.model.count_tokens and request["history_tokens"] in \
+                [tokens.fallback_count(tokens.history_content(h)) for h in self.histories]:
+            self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is the fallback "
+                     f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, counts))}",
+                     where)
             return
         self.add("K-HISTORY-TOKENS", False, f"history_tokens {request['history_tokens']}, but the conversation counts "
                  f"{' or '.join(map(str, sorted(set(counts))))} (R-HISTORY-TOKENS)", where)

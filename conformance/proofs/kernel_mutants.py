@@ -258,6 +258,30 @@ class IgnoresTokenizer(ReferenceKernel):
         return None
 
 
+@mutant("K-COUNT-RESOLUTION", also=["K-HISTORY-TOKENS"])
+class ModelRefWithoutProvider(ReferenceKernel):
+    """Names the model but not its provider when it asks for a count (a bug found in a real kernel)."""
+
+    def model_ref(self, model):
+        return {"id": model["id"]}
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-HISTORY-TOKENS"])
+class ModelRefPrimaryProvider(ReferenceKernel):
+    """Sends every model's count to the primary model's provider."""
+
+    def model_ref(self, model):
+        return {"provider": self.models[self.routing[0]].get("provider", ""), "id": model["id"]}
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-HISTORY-TOKENS"])
+class ModelIdAsProvider(ReferenceKernel):
+    """Puts the model's id in model_ref's provider field and leaves its id empty."""
+
+    def model_ref(self, model):
+        return {"provider": model["id"], "id": ""}
+
+
 @mutant("K-COUNT-EXACT-FLAG")
 class AlwaysExact(ReferenceKernel):
     """Says exact true even for fallback counts."""

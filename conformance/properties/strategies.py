@@ -77,7 +77,8 @@ histories = st.lists(messages, max_size=6)
 def models(draw, index: int) -> dict:
     window = draw(st.one_of(st.integers(200, 5000), st.integers(5000, 300000)))
     reserved = draw(st.integers(0, window // 4))
-    return {"id": f"model-{index}", "context_window": window, "reserved_output": reserved,
+    return {"id": f"model-{index}", "provider": draw(st.sampled_from(["acme", "other", "suite"])),
+            "context_window": window, "reserved_output": reserved,
             "system_overhead": draw(st.integers(0, window // 4)), "count_tokens": draw(st.booleans())}
 
 

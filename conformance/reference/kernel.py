@@ -311,12 +311,15 @@ class ReferenceKernel:
         return self.fallback(content)
 
     def tokenizer_count(self, content: list[dict], model: dict, call) -> int | None:
+        """The model provider's own CountTokens, reached by its provider name and the model's id."""
         try:
-            reply = call("CountTokens", None, {"model_ref": {"provider": model.get("provider", ""), "id": model["id"]},
-                                               "content": content})
+            reply = call("CountTokens", None, {"model_ref": self.model_ref(model), "content": content})
         except CallFailed:
             return None
         return int(reply["count"])
+
+    def model_ref(self, model: dict) -> dict:
+        return {"provider": model.get("provider", ""), "id": model["id"]}
 
     def fallback(self, content: list[dict]) -> int:
         return tokens.fallback_count(content)
