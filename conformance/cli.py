@@ -223,7 +223,8 @@ def _selftest(args: argparse.Namespace) -> int:
     print(selftest.render(outcomes, seconds))
     if args.report:
         _write(args.report, json.dumps(selftest.to_json(outcomes, seconds), indent=2) + "\n")
-    return 1 if any(o.problem for o in outcomes) else 0
+    gaps = not args.filter and (selftest.idle_vectors(outcomes) or selftest.only_by_properties(outcomes))
+    return 1 if any(o.problem for o in outcomes) or gaps else 0
 
 
 TARGETS = ("python", "stdio", "grpc", "grpc_cmd", "plugin")

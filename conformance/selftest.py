@@ -87,6 +87,7 @@ class Outcome:
     seconds: float = 0.0
     verdict: str = ""
     unexercised: list[str] = field(default_factory=list)  # MUSTs that applied and were never judged
+    killed_by: set[str] = field(default_factory=set)      # the vectors that failed it on what it breaks
 
     @property
     def caught(self) -> set[str]:
@@ -144,7 +145,7 @@ def subjects() -> list[Subject]:
     return found
 
 
-def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
+def certify(subject: Subject, profile: str, seed: int | None, properties: bool = True) -> Outcome:
     """Vectors, then properties (no shrinking: the self-test needs the verdict, not the smallest case)."""
     started = time.perf_counter()
     examples = PROPERTY_ONLY_EXAMPLES if subject.property_only else \
@@ -156,20 +157,22 @@ def certify(subject: Subject, profile: str, seed: int | None) -> Outcome:
         vectors = _vectors(subject.role)
         if subject.role == "kernel":
             cases = kernel_run.run_vectors(connection, vectors)
-            prop = kernel_property(connection, run)
+            generated = [kernel_property(connection, run)] if properties else []
         else:
             manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml")
             cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases")
-            prop = provider_property(connection, run, manifest, Path(workdir) / "properties")
+            generated = [provider_property(connection, run, manifest, Path(workdir) / "properties")] if properties \
+                else []
     outcome.by_vectors = _failed(cases)
-    outcome.by_properties = _failed([prop])
+    outcome.by_properties = _failed(generated)
     roles = catalog_mod.KERNEL_ROLES if subject.role == "kernel" else catalog_mod.PROVIDER_ROLES
-    report = build(catalog_mod.load(), roles, subject.role, [*cases, prop], subject.binding, {}, 0.0)
+    report = build(catalog_mod.load(), roles, subject.role, [*cases, *generated], subject.binding, {}, 0.0)
     outcome.verdict, outcome.unexercised = report.verdict, [r.id for r in report.unexercised]
-    for case in [*cases, prop]:
+    for case in [*cases, *generated]:
         for finding in case.failures():
             outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")
-    outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, prop] if c.error]
+    outcome.killed_by = {c.id for c in cases if {f.requirement for f in c.failures()} & set(subject.breaks)}
+    outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, *generated] if c.error]
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -220,6 +223,21 @@ def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, o
     return [by_key[s.key] for s in everyone]
 
 
+def idle_vectors(outcomes: list[Outcome]) -> list[str]:
+    """Vectors that failed no mutant on what it breaks, and do not say why they need not (control)."""
+    killing = {v for o in outcomes for v in o.killed_by}
+    return [v.id for role in ("kernel", "provider") for v in _vectors(role)
+            if v.id not in killing and not v.doc.get("control")]
+
+
+def only_by_properties(outcomes: list[Outcome]) -> list[str]:
+    """Testable MUSTs and MUST NOTs whose mutants no golden vector catches: the properties alone are
+    not enough evidence that the vectors can fail them."""
+    by_vectors = {r for o in outcomes for r in set(o.subject.breaks) & o.by_vectors}
+    catalog = catalog_mod.load()
+    return [r.id for r in catalog.requirements.values() if r.testable and r.blocking and r.id not in by_vectors]
+
+
 def unexercised(everyone: list[Subject]) -> list[str]:
     """Testable MUST / MUST NOT / SHOULD requirements no mutant sets out to break."""
     targeted = {r for s in everyone for r in s.breaks}
@@ -242,6 +260,11 @@ def render(outcomes: list[Outcome], seconds: float) -> str:
     gaps = unexercised(subjects())
     if gaps:
         lines.append("requirements no mutant exercises: " + ", ".join(gaps))
+    if mutants:
+        lines.append("vectors that kill no mutant (and are no control): " + (", ".join(idle_vectors(outcomes))
+                                                                             or "none"))
+        lines.append("MUSTs whose mutants only the property tests catch: " + (", ".join(only_by_properties(outcomes))
+                                                                              or "none"))
     return "\n".join(lines)
 
 
@@ -290,4 +313,6 @@ def to_json(outcomes: list[Outcome], seconds: float) -> dict:
                       "seconds": round(o.seconds, 2)}
                      for o in outcomes],
         "unexercised": unexercised(subjects()),
+        "idle_vectors": idle_vectors(outcomes),
+        "musts_only_by_properties": only_by_properties(outcomes),
     }

@@ -63,7 +63,8 @@ class FakeProviders:
             error = action["error"]
             context_error = error.get("context_error")
             raise CallFailed(error["code"], error.get("message", ""),
-                             forms.normalize("ContextError", context_error) if context_error else None)
+                             forms.normalize("ContextError", context_error) if context_error else None,
+                             error.get("details"))
         model = self.scenario.model(self.turn.input["model"]) if self.turn else self.scenario.models[0]
 
         def make(specs: list[dict]) -> list[dict]:

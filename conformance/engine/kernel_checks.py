@@ -43,9 +43,11 @@ class SessionState:
     """The conversation a conforming kernel keeps for one session."""
     history: list[dict] = field(default_factory=list)
     last_total: int | None = 0          # None: unknown (the previous turn failed)
+    last_by_formula: int = 0            # the same sections counted by the fallback formula
     rewritten: bool = False             # a rewrite was applied earlier in the session
     before_rewrite: list[dict] | None = None
     went_wrong: bool = False            # an invariant failed on an earlier turn
+    history_options: list[list[dict]] | None = None  # after a failed turn: what the conversation may be
 
 
 def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding]:
@@ -175,7 +177,7 @@ class TurnCheck:
         self.model: Model = scenario.model(self.input["model"])
         self.state = sessions.setdefault(self.input["session_id"], SessionState())
         self.result = record.result
-        self.start_history = self.state.history + self.input["new_messages"]
+        self.start_history = self.resumed_history()
         self.history = self.start_history           # after the rewrites accepted so far
         self.histories = [self.start_history]       # what a later compactor may be shown (R-REWRITE-VISIBILITY)
         self.findings: list[Finding] = []
@@ -213,6 +215,9 @@ class TurnCheck:
             pending = (call, self.judge(call))
         if self.result["turn_failed"]:
             self.check_failed_turn(pending)
+            # R-FAILED-TURN: the conversation goes on with or without the failed turn's messages, or with a
+            # rewrite accepted before the failure; the next turn shows which.
+            self.state.history_options = [self.start_history, self.state.history, *self.histories[1:]]
             self.state.history, self.state.last_total = self.start_history, None
             return self.findings
         missing = [n for n in names if n not in {c.provider for c in calls}]
@@ -227,7 +232,24 @@ class TurnCheck:
             self.state.rewritten, self.state.before_rewrite = True, self.start_history
         self.state.history = self.history
         self.state.last_total = sum(self.model.count(s["content"]) for s in self.result["sections"])
+        self.state.last_by_formula = sum(tokens.fallback_count(s["content"]) for s in self.result["sections"])
         return self.findings
+
+    def resumed_history(self) -> list[dict]:
+        """The conversation this turn starts from. After a failed turn there are several it may be
+        (R-FAILED-TURN): the one a compactor is shown, else the one the first history_tokens counts, else
+        the conversation with the failed turn's messages kept."""
+        new = self.input["new_messages"]
+        candidates = [option + new for option in (self.state.history_options or [self.state.history])]
+        self.state.history_options = None
+        calls = self.record.contributes()
+        for call in calls:
+            if self.scenario.provider(call.provider).compactor and call.request["conversation_history"] in candidates:
+                return call.request["conversation_history"]
+        for candidate in candidates if calls else ():
+            if self.model.count(tokens.history_content(candidate)) == calls[0].request["history_tokens"]:
+                return candidate
+        return candidates[0]
 
     def at(self, call: CallRecord) -> str:
         return f"{self.where}, {call.provider}"
@@ -269,9 +291,12 @@ class TurnCheck:
             f"{k} {request[k]!r} (turn has {self.input[k]!r})" for k in wrong), where)
         self.check_history_fields(request, fake.compactor, where)
         if self.state.last_total is not None:
-            self.add("K-ASSEMBLED-LAST-TURN", request["assembled_tokens_last_turn"] == self.state.last_total,
-                     f"assembled_tokens_last_turn {request['assembled_tokens_last_turn']}, but the previous "
-                     f"turn assembled {self.state.last_total} (R-ASSEMBLED-TOKENS)", where)
+            reported = request["assembled_tokens_last_turn"]
+            by_formula = reported == self.state.last_by_formula != self.state.last_total
+            self.add("K-COUNT-RESOLUTION" if by_formula else "K-ASSEMBLED-LAST-TURN", reported == self.state.last_total,
+                     f"assembled_tokens_last_turn {reported}, but the previous turn assembled {self.state.last_total}"
+                     + (", as its model's tokenizer counts: that is the fallback formula's count" if by_formula else
+                        " (R-ASSEMBLED-TOKENS)"), where)
 
     def check_history_fields(self, request: dict, compactor: bool, where: str) -> None:
         shown = request["conversation_history"]
@@ -415,10 +440,11 @@ class TurnCheck:
         mine = [d for d in self.result["diagnostics"] if d.get("provider") == provider]
         fitting = [d for d in mine if needed.category in (None, d.get("category"))]
         if not fitting:
+            # Said nothing at all: silent. Said something, but not as this category: it misread the failure.
             requirement = "K-NO-SILENT-FALLBACK" if not mine and needed.requirement == "K-ERR-UNKNOWN-RAW-MESSAGE" \
-                else needed.requirement
+                else (mine and needed.miscategorized) or needed.requirement
             seen = [d.get("category") for d in mine]
-            self.add(requirement, False, f"no diagnostic {needed.category or ''} naming {provider} "
+            self.add(requirement, False, f"no {needed.category + ' ' if needed.category else ''}diagnostic naming {provider} "
                                          f"(its diagnostics: {seen or 'none'})", where)
         elif not any(needed.carried_by(d.get("message", "")) for d in fitting):
             self.add(needed.requirement, False, f"the diagnostic for {provider} does not carry the provider's "

@@ -43,6 +43,7 @@ class Needed:
     category: str | None
     requirement: str
     message_contains: tuple[str, ...] = ()   # the message must hold one of these (none: any message)
+    miscategorized: str = ""   # broken when diagnostics name the provider, none with this category
 
     def carried_by(self, message: str) -> bool:
         return not self.message_contains or any(m in message for m in self.message_contains)
@@ -92,7 +93,8 @@ def judge_failure(provider: str, prior: list[dict], error: dict) -> Judgment:
     """Contribute failed (R-ERROR-ISOLATION): classify by the ContextError, not the code."""
     category = errors.category_of(error.get("context_error"))
     if category in errors.ISOLATING:
-        return Judgment(provider, [Outcome(kept_as_is(prior), [Needed(category, _ISOLATE_LOG[category])])],
+        needed = Needed(category, _ISOLATE_LOG[category], miscategorized=_ISOLATE_BLAME[category])
+        return Judgment(provider, [Outcome(kept_as_is(prior), [needed])],
                         blame=_ISOLATE_BLAME[category], fail_blame=_ISOLATE_BLAME[category],
                         why=f"a {category} failure isolates the provider: the chain before it stands")
     if category == "invalid_request":

@@ -17,6 +17,7 @@ COVERS = frozenset({
     "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
 })
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
+SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
 STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
 
 
@@ -55,7 +56,7 @@ class Checker:
         self.capabilities = transcript.capabilities or {}
         self.compactor = bool(self.capabilities.get("compactor"))
         self.findings: list[Finding] = []
-        self.rewrites: list[bool] = []  # per rewritten foreign section: was it only cut off?
+        self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
@@ -131,7 +132,7 @@ class Checker:
                 self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}",
                          where)
             self.check_history_rewrite(request, reply, where)
-            self.note_rewrites(prior, sections)
+            self.note_reduction(prior, sections, budget)
         if written:
             self.add("P-SECTION-LABEL", all(s["label"] for s in written), "a section has no label", where)
             self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in written),
@@ -164,19 +165,26 @@ class Checker:
             problems = history_problems(request, reply)
             self.add("C-REWRITTEN-HISTORY-TEXT", not problems, "; ".join(problems), where)
 
-    def note_rewrites(self, prior: list[dict], sections: list[dict]) -> None:
+    def note_reduction(self, prior: list[dict], sections: list[dict], budget: int) -> None:
+        """R-SUMMARIZE-EVIDENCE: when the reply reduced a prior chain over a budget with room for a summary,
+        did it summarize anything (a rewrite that is not the original cut short, or new text of its own),
+        or only cut and drop?"""
+        over = sum(tokens.suite_tokenizer_count(p["content"]) for p in prior) > budget
+        if budget < SUMMARY_ROOM or not over or sections == prior:
+            return
         originals = {(p["provider"], p["label"]): tokens.text_of(p["content"]) for p in prior}
+        summarized = False
         for section in sections:
-            original = originals.get((section["provider"], section["label"]))
             text = tokens.text_of(section["content"])
-            if original is not None and text != original:
-                self.rewrites.append(_is_cut(text, original))
+            original = originals.get((section["provider"], section["label"]))
+            summarized |= bool(text.strip()) and (original is None or (text != original and not _is_cut(text, original)))
+        self.reductions.append(summarized)
 
     def check_summaries(self) -> None:
-        """R-SUMMARIZE-EVIDENCE: a compactor whose every rewrite is a cut gets the SHOULD warning."""
-        if self.compactor and self.rewrites:
-            self.add("C-SUMMARIZE", not all(self.rewrites),
-                     f"all {len(self.rewrites)} rewritten section(s) are the original cut short", "case")
+        """A compactor none of whose reductions in a case summarized anything gets the SHOULD warning."""
+        if self.compactor and self.reductions:
+            self.add("C-SUMMARIZE", any(self.reductions), f"none of its {len(self.reductions)} reduction(s) of an "
+                     "over-budget chain summarized anything: it only cut or dropped (R-SUMMARIZE-EVIDENCE)", "case")
 
 
 def _truncation_problems(own: list[dict], source: str | None) -> list[str]:
@@ -281,7 +289,7 @@ def observation(record: StepRecord, checker: Checker) -> dict:
 
 def expectations(record: StepRecord, checker: Checker, where: str) -> list[Finding]:
     """One finding per requirement the step asserts on; none when nothing it asserts is there to judge."""
-    if not record.step.expect:
+    if not record.step.expect or record.unserved:
         return []
     seen = observation(record, checker)
     findings = []
@@ -392,6 +400,10 @@ def _each_own(judge):
     return _wrote(lambda want, seen, checker: [p for s in seen["own"] for p in judge(want, s, checker)])
 
 
+def _not_yet() -> list[str]:
+    raise NotEvaluable
+
+
 def _capability(test, message):
     return _reply(lambda want, seen, checker: [] if test(seen.get("capabilities") or {}, checker)
                   else [message(seen.get("capabilities") or {})])
@@ -452,6 +464,6 @@ _ASSERTIONS = {
                                 else seen["history_problems"]),
     "rewrites_history": _reply(lambda want, seen, checker: [] if seen["rewrites"] is want else
                                [f"rewritten_history present: {seen['rewrites']}"]),
-    "summarizes": _reply(lambda want, seen, checker: [] if not checker.rewrites or not all(checker.rewrites) else
-                         [f"all {len(checker.rewrites)} rewritten section(s) so far are the original cut short"]),
+    "summarizes": _reply(lambda want, seen, checker: _not_yet() if not checker.reductions else [] if any(
+        checker.reductions) else [f"none of its {len(checker.reductions)} reduction(s) so far summarized anything"]),
 }

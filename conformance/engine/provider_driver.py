@@ -68,6 +68,7 @@ class StepRecord:
     failure: dict | None = None  # its error answer: {code, message, context_error}
     counts: list[CountRecord] = field(default_factory=list)
     source_text: str | None = None  # the source fixture as it stood at this step
+    unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
 
 
 @dataclass
@@ -136,7 +137,14 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
         kernel.failing = step.spec == "fail"
         return
     if step.kind == "configure":
-        fields = {"config": manifest.configured(workdir, case.source, bad=bool(step.spec.get("bad")))}
+        config = manifest.configured(workdir, case.source, bad=bool(step.spec.get("bad")))
+        if step.spec.get("missing_required"):
+            required = _first_required(transcript.capabilities or {}, config)
+            if required is None:
+                record.unserved = "its config_schema marks no field of the manifest's config required"
+                return
+            config = {k: v for k, v in config.items() if k != required}
+        fields = {"config": config}
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
         fields = {"request": contribute_request(step, budget, workdir)}
@@ -169,6 +177,14 @@ def contribute_request(step: Step, default_budget: int, workdir: Path) -> dict:
         "history_tokens": spec.get("history_tokens", tokens.suite_tokenizer_count(tokens.history_content(history))),
         "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
     })
+
+
+def _first_required(capabilities: dict, config: dict) -> str | None:
+    """The first attribute the provider's config_schema marks required that the config sets."""
+    for attribute in (capabilities.get("config_schema") or {}).get("attributes", []):
+        if attribute.get("required") and attribute.get("name") in config:
+            return attribute["name"]
+    return None
 
 
 def write_files(workdir: Path, files: dict[str, str]) -> None:

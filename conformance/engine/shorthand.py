@@ -10,8 +10,11 @@ ROLES = {"user": "ROLE_USER", "assistant": "ROLE_ASSISTANT"}
 
 
 def block(spec: dict) -> dict:
+    """`{text: "..."}` is a text block; `{unset: true}` a block with no kind set (R-NON-TEXT-WHOLE-SECTION)."""
     if isinstance(spec.get("text"), str):
         return forms.normalize("ContentBlock", {"text": {"text": spec["text"]}})
+    if spec.get("unset"):
+        return {}
     return forms.normalize("ContentBlock", spec)
 
 

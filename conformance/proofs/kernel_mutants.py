@@ -206,7 +206,7 @@ class AssembledIncludesHistory(ReferenceKernel):
 
 # --- token counting -------------------------------------------------------------------------
 
-@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-HISTORY-TOKENS"])
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-HISTORY-TOKENS"])
 class PerBlockRounding(ReferenceKernel):
     """Rounds each text block up separately and adds the results."""
 
@@ -392,6 +392,15 @@ class CompactorRewriteSurvivesRejection(ReferenceKernel):
         return super().reject_compactor(provider, chain, reply, budget, session, diagnostics)
 
 
+@mutant("K-COMPACTOR-BUDGET")
+class CompactorTrustsRewrittenFigures(ReferenceKernel):
+    """Counts a compactor's own sections but takes the figures of the sections it rewrote on trust."""
+
+    def compactor_over_budget(self, provider, kept, budget, model, call):
+        return sum(self.count(s["content"], model, call) if s["provider"] == provider.name else s["tokens"]
+                   for s in kept) > budget
+
+
 @mutant("K-APPLY-REWRITTEN-HISTORY")
 class IgnoresRewrite(ReferenceKernel):
     """Never applies a compactor's rewritten history."""
@@ -438,6 +447,27 @@ class NonTextCheckedForOwnSectionsOnly(ReferenceKernel):
         if provider.compactor:
             return [s for s in sections if s["label"]]
         return super().admissible(provider, sections, diagnostics)
+
+
+@mutant("K-NON-TEXT-REJECT")
+class NonTextCheckedInCompactorsOwnSectionsOnly(ReferenceKernel):
+    """Checks the sections a compactor signs itself, but not those it rewrote for other providers."""
+
+    def admissible(self, provider, sections, diagnostics):
+        if not provider.compactor:
+            return super().admissible(provider, sections, diagnostics)
+        own = super().admissible(provider, [s for s in sections if s["provider"] == provider.name], diagnostics)
+        return [s for s in sections if s["provider"] != provider.name or s in own]
+
+
+@mutant("K-NON-TEXT-REJECT")
+class EmptyBlockPassesAsText(ReferenceKernel):
+    """Takes a content block with no kind set for an empty text block."""
+
+    def admissible(self, provider, sections, diagnostics):
+        filled = [{**s, "content": [b or {"text": {"text": ""}} for b in s["content"]]} for s in sections]
+        kept = super().admissible(provider, filled, diagnostics)
+        return [original for original, seen in zip(sections, filled) if seen in kept]
 
 
 @mutant("K-PROMPT-BOUNDARIES")
@@ -545,7 +575,7 @@ _BY_CODE = {code: category for category, code in errors.GRPC_CODE.items()}
 
 
 @mutant("K-ERR-SOURCE-UNAVAILABLE",
-        also=["K-ERR-INVALID-REQUEST-LOG", "K-ERR-SCOPE-VIOLATION", "K-ERR-UNKNOWN-RAW-MESSAGE"])
+        also=["K-ERR-BUDGET-EXCEEDED", "K-ERR-INVALID-REQUEST-LOG", "K-ERR-SCOPE-VIOLATION", "K-ERR-UNKNOWN-RAW-MESSAGE"])
 class ClassifiesByStatusCode(ReferenceKernel):
     """Takes the category from the gRPC status code instead of the ContextError detail."""
 

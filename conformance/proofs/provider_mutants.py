@@ -99,6 +99,18 @@ class AcceptsMissingSource(FileReader):
         return Path(root) / path
 
 
+@mutant("P-CONFIGURE-REQUIRED-FIELD")
+class ConfigureDefersMissingFields(FileReader):
+    """Accepts a configuration with a required field missing, to fail only when it is first used."""
+
+    def configure(self, request, call):
+        config = request.get("config") or {}
+        if not config.get("root") or not config.get("path"):
+            self.path = None  # Contribute will say it was never configured
+            return {}
+        return super().configure(request, call)
+
+
 @mutant("P-CONTEXT-ERROR-FIELDS", also=["P-ERROR-CATEGORIZED"])
 class BareConfigureError(FileReader):
     """Rejects a bad path with a bare status, no ContextError."""
@@ -111,6 +123,18 @@ class BareConfigureError(FileReader):
 
 
 # --- the chain ------------------------------------------------------------------------------
+
+@mutant("P-OWN-SECTIONS-ONLY")
+class CollapsesPriorBlocks(FileReader):
+    """Passes each prior section through as one text block, its blocks (empty ones too) run together, as an SDK
+    that copies text rather than blocks would."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"]["prior_sections"])
+        merged = [{**s, "content": text_block(tokens.text_of(s["content"]))} for s in reply["sections"][:n]]
+        return {"sections": merged + reply["sections"][n:]}
+
 
 @mutant("P-FULL-CHAIN")
 class ReturnsDelta(FileReader):
@@ -251,6 +275,15 @@ class EstimatesTokens(FileReader):
         return super().own_section(text, budget, lambda content: math.ceil(len(tokens.text_of(content).encode()) / 4))
 
 
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
+class EstimatesAtSmallBudgets(FileReader):
+    """Asks CountTokens when the budget is roomy, but estimates bytes/4 itself under 50 tokens."""
+
+    def own_section(self, text, budget, count):
+        estimate = lambda content: math.ceil(len(tokens.text_of(content).encode()) / 4)
+        return super().own_section(text, budget, count if budget >= 50 else estimate)
+
+
 @mutant("P-TOKENS-COUNTTOKENS")
 class StaleFigure(FileReader):
     """Reports the count of the whole file for a section it cut."""
@@ -383,6 +416,30 @@ class CompactorStopsEarly(Compactor):
         if self.total(prior, count) <= budget:
             return prior
         return [self.summarized(s, None, count) for s in prior]
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorOneTokenOver(Compactor):
+    """Fits the chain to one token more than its budget."""
+
+    def fit_chain(self, prior, budget, count):
+        return super().fit_chain(prior, budget + 1, count)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorTrustsStatedTokens(Compactor):
+    """Decides whether the chain fits by the token figures the prior sections state, not by counting them."""
+
+    def fit_chain(self, prior, budget, count):
+        return prior if sum(s["tokens"] for s in prior) <= budget else super().fit_chain(prior, budget, count)
+
+
+@mutant("C-SUMMARIZE")
+class CompactorEmptiesTheChain(Compactor):
+    """Drops every section whenever the chain does not fit: it always fits, and nothing is kept."""
+
+    def fit_chain(self, prior, budget, count):
+        return prior if self.total(prior, count) <= budget else []
 
 
 @mutant("C-REWRITTEN-HISTORY-TEXT")

@@ -195,12 +195,11 @@ class CompactorMergesAll(Compactor):
         return prior if self.total(prior, count) <= budget else self.merged(prior, budget, count)
 
 
-@variant("drops other providers' sections, last first, before summarizing what is left",
+@variant("summarizes every section into one of its own, under its own name",
          "context/data-types.md#ordering--chaining")
-class CompactorDropsFirst(Compactor):
-    def fit_chain(self, prior, budget, count):
-        chain = list(prior)
-        while len(chain) > 1 and self.total(chain, count) > budget:
-            chain.pop()
-        return super().fit_chain(chain, budget, count)
-
+class CompactorSummarizesUnderItsOwnName(Compactor):
+    def summarized(self, section, kept, count):
+        summary = super().summarized(section, kept, count)
+        if summary is section:
+            return section
+        return {**summary, "provider": self.NAME, "label": f"{section['label']} (summary)"}

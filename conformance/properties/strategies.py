@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conformance.wire import errors
+from conformance.wire import errors, tokens
 
 # --- leaves -------------------------------------------------------------------------
 
@@ -145,6 +145,8 @@ def kernel_scenarios(draw) -> dict:
     names = draw(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
                                            "iota", "kappa"]), max_size=8, unique=True))
     turns = draw(st.integers(1, 3))
+    ids = [m["id"] for m in model_list]
+    first_model = draw(st.sampled_from(model_list))
     providers = []
     for name in names:
         compactor = draw(st.integers(0, 2)) == 0
@@ -153,10 +155,13 @@ def kernel_scenarios(draw) -> dict:
             "default_token_budget": draw(st.one_of(st.integers(0, 40), st.integers(40, 3000))),
             "stability": draw(stabilities), "compactor": compactor},
             "script": [draw(actions(name, others, compactor)) for _ in range(turns)]}
-        if draw(st.booleans()):
+        appended = provider["script"][0].get("append")
+        if appended and draw(st.integers(0, 2)) == 0:
+            # The first turn's own sections at exactly the budget, or one token either side.
+            provider["token_budget_override"] = max(0, _count(appended, first_model) + draw(st.sampled_from([-1, 0, 1])))
+        elif draw(st.booleans()):
             provider["token_budget_override"] = draw(st.one_of(st.none(), st.integers(0, 500)))
         providers.append(provider)
-    ids = [m["id"] for m in model_list]
     sessions = ["01JDPROPERTYSESSION00000001", "01JDPROPERTYSESSION00000002"]
     count_turns = [{"count_tokens": {"content": draw(st.lists(st.one_of(text_blocks, text_blocks, non_text_blocks),
                                                              max_size=4)),
@@ -164,13 +169,22 @@ def kernel_scenarios(draw) -> dict:
                    for _ in range(draw(st.integers(0, 2)))]
     turn_docs = [{"assemble": {
         "session_id": draw(st.sampled_from(sessions[:1] * 3 + sessions[1:])),
-        "turn_id": f"01JDPROPERTYTURN{i:011d}", "model": draw(st.sampled_from(ids)),
+        "turn_id": f"01JDPROPERTYTURN{i:011d}", "model": first_model["id"] if i == 0 else draw(st.sampled_from(ids)),
         "files_touched": draw(st.lists(st.sampled_from(["src/a.py", "docs/é.md"]), max_size=2)),
         "new_messages": draw(histories)}} for i in range(turns)]
     return {"id": "kernel/property/generated", "title": "A generated scenario",
             "requirements": [], "setup": {"models": model_list, "primary_model": ids[0],
                                            "fallback_models": ids[1:], "hook_timeout_ms": 300, "providers": providers},
             "turns": turn_docs + count_turns}
+
+
+def _count(specs: list[dict], model: dict) -> int:
+    """What the kernel's count of these short-form sections is on this model (tokenizer or formula)."""
+    total = 0
+    for spec in specs:
+        content = [{"text": {"text": b["text"]}} for b in spec["content"] if "text" in b]
+        total += tokens.count(content, exact=model["count_tokens"])
+    return total
 
 
 # --- provider requests ------------------------------------------------------------------------
@@ -183,10 +197,19 @@ prior_chains = st.lists(st.builds(lambda spec, text: {**spec, "provider": "other
                                   sections(allow_faults=False), st.one_of(short_texts, _decomposed)), max_size=4)
 
 
+def suite_count(spec: dict) -> int:
+    """What the suite's tokenizer says a short-form section counts."""
+    return tokens.suite_tokenizer_count([{"text": {"text": b["text"]}} for b in spec["content"] if "text" in b])
+
+
 @st.composite
 def contribute_requests(draw) -> dict:
-    request = {"token_budget": draw(st.one_of(st.integers(0, 30), st.integers(30, 5000))),
-               "prior_sections": draw(prior_chains), "conversation_history": draw(histories)}
+    prior = draw(prior_chains)
+    total = sum(suite_count(s) for s in prior)
+    # A third of the budgets sit at the prior chain's count or one token either side, where an off-by-one shows.
+    edge = st.sampled_from([n for n in (total - 1, total, total + 1) if n >= 0])
+    request = {"token_budget": draw(st.one_of(st.integers(0, 30), st.integers(30, 5000), edge)),
+               "prior_sections": prior, "conversation_history": draw(histories)}
     if draw(st.booleans()):
         ceiling = draw(st.integers(100, 200000))
         request["model_target"] = {"id": "generated-model", "context_window": ceiling * 2, "effective_ceiling": ceiling}

@@ -205,7 +205,7 @@ class ReferenceKernel:
         sections = reply["sections"]
         if provider.compactor:
             kept = self.admissible(provider, sections, diagnostics)
-            if self.over_budget(self.counted_against_compactor(provider, kept), budget, model, call):
+            if self.compactor_over_budget(provider, kept, budget, model, call):
                 return self.reject_compactor(provider, chain, reply, budget, session, diagnostics)
             if reply["rewritten_history"]:
                 self.apply_rewrite(session, reply["rewritten_history"])
@@ -260,6 +260,9 @@ class ReferenceKernel:
         self.report(diagnostics, self.diagnostic(provider, "budget_exceeded",
                                                  f"its sections exceed its budget of {budget}; dropped"))
         return chain
+
+    def compactor_over_budget(self, provider: Provider, kept: list[dict], budget: int, model: dict, call) -> bool:
+        return self.over_budget(self.counted_against_compactor(provider, kept), budget, model, call)
 
     def counted_against_compactor(self, provider: Provider, kept: list[dict]) -> list[dict]:
         return kept  # the whole returned chain (R-COMPACTOR-OVER-BUDGET)
