@@ -490,7 +490,8 @@ class TurnCheck:
             for text in tokens.texts_of(section["content"]):
                 found = prompt_text.find(prompt, text, position)
                 if found is None:
-                    whole = prompt_text.find(prompt, text) is not None
+                    # Elsewhere in the prompt whole: misplaced. A short text seen elsewhere proves nothing.
+                    whole = len(text) >= _DISTINCT and prompt_text.find(prompt, text) is not None
                     self.add("K-PROMPT-BOUNDARIES" if whole else "K-NO-KERNEL-CUT", False,
                              f"the text {_clip(text)} of {section['provider']}'s section {label!r} "
                              + ("is not inside a boundary carrying its label, after the blocks before it"
@@ -506,7 +507,7 @@ class TurnCheck:
             for section in judgment.rejected:
                 for text in tokens.texts_of(section["content"]):
                     # Outside every kept block, and not a part of what was kept (a boundary repeats its label).
-                    if len(text) >= 8 and not any(text in k for k in kept) and \
+                    if len(text) >= _DISTINCT and not any(text in k for k in kept) and \
                             any(prompt_text.find(gap, text) for gap in gaps):
                         self.add(judgment.blame, False, f"the prompt still holds the rejected text of "
                                                         f"{judgment.provider}: {_clip(text)}")
@@ -544,6 +545,11 @@ def _cut_from(section: dict, offered: list[dict]) -> bool:
             if len(text) < len(whole) and whole.startswith(text[: max(1, len(text) - 3)]):
                 return True
     return False
+
+
+# Characters a text needs before finding it somewhere in a prompt says where it came from: a shorter one may be
+# part of the kernel's own boundaries, so it is neither charged as leaked nor as misplaced (R-PROMPT-RENDERING).
+_DISTINCT = 8
 
 
 def _gaps(spans: list[tuple[int, int]], end: int) -> list[tuple[int, int]]:

@@ -214,7 +214,7 @@ class PerBlockRounding(ReferenceKernel):
         return sum(tokens.fallback_count([block]) for block in content)
 
 
-@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-BUDGET-REJECT", "K-HISTORY-TOKENS"])
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-HISTORY-TOKENS"])
 class CharactersNotBytes(ReferenceKernel):
     """Counts characters instead of UTF-8 bytes."""
 
@@ -665,7 +665,7 @@ class ScopeIgnoresFlags(ReferenceKernel):
             and all(s["provider"] == provider.name for s in sections[n:])
 
 
-@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-COMPACTOR-BUDGET"], property_only=True)
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET"], property_only=True)
 class FallbackCapsLongTexts(ReferenceKernel):
     """Stops counting after the first 2000 bytes of text."""
 
