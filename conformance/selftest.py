@@ -37,7 +37,8 @@ from conformance.reference import compactor, filereader, kernel
 
 MANIFESTS = paths.PACKAGE / "reference" / "manifests"
 PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room
-OTHER_BINDING_EXAMPLES = 10   # over stdio and gRPC the python run's scenarios only need their transport proven
+OTHER_BINDING_EXAMPLES = 5    # over stdio and gRPC the python run's scenarios only need their transport proven
+CAUGHT_MUTANT_EXAMPLES = 5    # the vectors caught it; the properties only have to show they blame nothing else
 BINDINGS = ("python", "stdio", "grpc")
 _RUNNERS = paths.RUNNERS / "python"
 _COMMANDS = {"stdio": _RUNNERS / "stdio_shim.py",
@@ -146,21 +147,20 @@ def subjects() -> list[Subject]:
 
 
 def certify(subject: Subject, profile: str, seed: int | None, properties: bool = True) -> Outcome:
-    """Vectors, then properties (no shrinking: the self-test needs the verdict, not the smallest case)."""
+    """The vectors, then the properties."""
     started = time.perf_counter()
-    examples = PROPERTY_ONLY_EXAMPLES if subject.property_only else \
-        None if subject.binding == "python" else OTHER_BINDING_EXAMPLES
-    run = PropertyRun(profile=profile, seed=seed, examples=examples, shrink=False)
     outcome = Outcome(subject)
     with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
             Connection(_opener(subject, Path(workdir))) as connection:
         vectors = _vectors(subject.role)
         if subject.role == "kernel":
             cases = kernel_run.run_vectors(connection, vectors)
+            run = _property_run(subject, profile, seed, _failed(cases))
             generated = [kernel_property(connection, run)] if properties else []
         else:
             manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml")
             cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases")
+            run = _property_run(subject, profile, seed, _failed(cases))
             generated = [provider_property(connection, run, manifest, Path(workdir) / "properties")] if properties \
                 else []
     outcome.by_vectors = _failed(cases)
@@ -175,6 +175,17 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
     outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, *generated] if c.error]
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def _property_run(subject: Subject, profile: str, seed: int | None, caught_by_vectors: set[str]) -> PropertyRun:
+    """No shrinking: the self-test needs the verdict, not the smallest case."""
+    if subject.property_only:
+        examples = PROPERTY_ONLY_EXAMPLES
+    elif subject.mutant and set(subject.breaks) <= caught_by_vectors:
+        examples = CAUGHT_MUTANT_EXAMPLES
+    else:
+        examples = None if subject.binding == "python" else OTHER_BINDING_EXAMPLES
+    return PropertyRun(profile=profile, seed=seed, examples=examples, shrink=False)
 
 
 @functools.lru_cache(maxsize=None)
@@ -223,19 +234,20 @@ def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, o
     return [by_key[s.key] for s in everyone]
 
 
-def idle_vectors(outcomes: list[Outcome]) -> list[str]:
+def idle_vectors(outcomes: list[Outcome], roles: tuple[str, ...] = ("kernel", "provider")) -> list[str]:
     """Vectors that failed no mutant on what it breaks, and do not say why they need not (control)."""
     killing = {v for o in outcomes for v in o.killed_by}
-    return [v.id for role in ("kernel", "provider") for v in _vectors(role)
+    return [v.id for role in roles for v in _vectors(role)
             if v.id not in killing and not v.doc.get("control")]
 
 
-def only_by_properties(outcomes: list[Outcome]) -> list[str]:
+def only_by_properties(outcomes: list[Outcome], roles: tuple[str, ...] = ("kernel", "provider")) -> list[str]:
     """Testable MUSTs and MUST NOTs whose mutants no golden vector catches: the properties alone are
     not enough evidence that the vectors can fail them."""
     by_vectors = {r for o in outcomes for r in set(o.subject.breaks) & o.by_vectors}
-    catalog = catalog_mod.load()
-    return [r.id for r in catalog.requirements.values() if r.testable and r.blocking and r.id not in by_vectors]
+    binds = {b for role in roles for b in (catalog_mod.KERNEL_ROLES if role == "kernel" else catalog_mod.PROVIDER_ROLES)}
+    return [r.id for r in catalog_mod.load().requirements.values()
+            if r.testable and r.blocking and r.binds in binds and r.id not in by_vectors]
 
 
 def unexercised(everyone: list[Subject]) -> list[str]:

@@ -95,3 +95,9 @@ def processes_under(folder: Path) -> list[int]:
         if cwd is not None and (cwd == base or base in cwd.parents):
             found.append(int(entry.name))
     return found
+
+
+def pytest_collection_modifyitems(items):
+    """The self-test is most of the run: hand it to the workers first, so that the short tests fill
+    the gaps at the end instead of one long test running alone."""
+    items.sort(key=lambda item: item.path.name != "test_selftest.py")

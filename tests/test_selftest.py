@@ -14,6 +14,15 @@ from tests.conftest import ROOT, ctxconf
 SUBJECTS = {s.key: s for s in selftest.slowest_first(selftest.subjects())}
 
 
+@pytest.mark.parametrize("role", ["kernel", "provider"])
+def test_every_vector_kills_a_mutant_and_every_must_has_a_vector_that_does(role):
+    # The golden vectors alone (no properties) against every mutant of the role, gRPC's included.
+    mutants = [s for s in SUBJECTS.values() if s.mutant and s.role == role]
+    outcomes = [selftest.certify(s, "ci", None, properties=False) for s in mutants]
+    assert selftest.idle_vectors(outcomes, (role,)) == [], "each vector must fail some mutant, or say why it need not"
+    assert selftest.only_by_properties(outcomes, (role,)) == [], "a MUST caught only by the property tests"
+
+
 @pytest.mark.parametrize("key", list(SUBJECTS), ids="-".join)
 def test_selftest(key):
     outcome = selftest.certify(SUBJECTS[key], "ci", None)
@@ -64,11 +73,3 @@ def test_every_variant_names_what_grants_its_freedom(catalog):
         assert anchor, f"{cls.__name__}: {cls.grants!r} is neither a ruling nor a spec anchor"
         if spec.is_dir():
             assert anchor in catalog_mod.anchors_in((spec / file).read_text(encoding="utf-8")), cls.grants
-
-
-def test_every_vector_kills_a_mutant_and_every_must_has_a_vector_that_does():
-    # The golden vectors alone (no properties) against every mutant, gRPC's included.
-    mutants = [s for s in SUBJECTS.values() if s.mutant]
-    outcomes = [selftest.certify(s, "ci", None, properties=False) for s in mutants]
-    assert selftest.idle_vectors(outcomes) == [], "each vector must fail some mutant, or say why it need not"
-    assert selftest.only_by_properties(outcomes) == [], "a MUST caught only by the property tests"

@@ -67,6 +67,7 @@ class JsonLinesProcess:
         self._buffer = bytearray()
         self._eof = False
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self._readers: list[threading.Thread] = []
 
     def start(self) -> None:
         try:
@@ -76,7 +77,17 @@ class JsonLinesProcess:
         except OSError as exc:
             raise LaunchError(f"cannot start {self.command!r}: {exc.strerror}") from None
         os.set_blocking(self.process.stdout.fileno(), False)
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._read_in_background(self._read_stderr)
+
+    def _read_in_background(self, target) -> None:
+        def read() -> None:
+            try:
+                target()
+            except (OSError, ValueError):  # the pipe was closed under it: a child that outlived close()
+                pass
+        thread = threading.Thread(target=read, daemon=True)
+        self._readers.append(thread)
+        thread.start()
 
     def _read_stderr(self) -> None:
         assert self.process and self.process.stderr
@@ -88,7 +99,7 @@ class JsonLinesProcess:
         def drain() -> None:
             while self._read_line(None) is not None:
                 pass
-        threading.Thread(target=drain, daemon=True).start()
+        self._read_in_background(drain)
 
     def _read_line(self, timeout: float | None) -> bytes | None:
         """One line of stdout without its newline; None at end of output; TimeoutError when none comes in time."""
@@ -192,6 +203,8 @@ class JsonLinesProcess:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        for reader in self._readers:  # they stop at end of output; closing a pipe under one is a race
+            reader.join(timeout=1)
         for stream in (self.process.stdout, self.process.stderr):
             try:
                 if stream:
