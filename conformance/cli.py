@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
@@ -30,8 +31,9 @@ from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
 from conformance import selftest
 from conformance.engine import kernel_run, provider_run
-from conformance.properties.runner import PROFILES, PropertyRun, kernel_property, provider_property
+from conformance.properties.runner import CASE_IDS, PROFILES, PropertyRun, kernel_property, provider_property
 from conformance.reports import badge, console, json_report, junit, markdown
+from conformance.reports.progress import RunProgress
 from conformance.reports.verdict import build
 from conformance.schemas import InputError, read_yaml
 
@@ -85,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "not declare, or if a reference implementation or a variant fails anything.")
     check.add_argument("--profile", choices=sorted(PROFILES), default="ci", help="hypothesis profile (default: ci)")
     check.add_argument("--seed", type=int, help="hypothesis seed (profiles other than ci)")
-    check.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    check.add_argument("--jobs", type=_positive, help="worker processes (default: one per core)")
     check.add_argument("--report", type=Path, metavar="FILE", help="write both matrices as JSON")
     check.add_argument("-k", "--filter", default="", metavar="TEXT",
                        help="only the implementations whose name contains TEXT")
@@ -104,21 +106,23 @@ def _parser() -> argparse.ArgumentParser:
 
 def _target_options(parser: argparse.ArgumentParser, role: str) -> None:
     """How the implementation under test is reached: one binding at most (none: the bundled reference)."""
+    protocol = {"kernel": KERNEL_PROTOCOL, "provider": PROVIDER_PROTOCOL}.get(role, "the protocol of the vector's role")
+    service = {"kernel": "KernelHarness", "provider": "ContextService (with --callback)"}.get(
+        role, "KernelHarness (kernel vectors) or ContextService (provider vectors)")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--python", metavar="MOD:FACTORY", help="an in-process object (python binding)")
-    target.add_argument("--stdio", metavar="CMD", help="a command speaking ctxconf-kernel/1 or ctxconf-provider/1 "
-                        "in JSON lines on stdin/stdout")
-    target.add_argument("--grpc", metavar="ADDR", help="a running KernelHarness (kernels) or ContextService "
-                        "(providers, with --callback)")
-    target.add_argument("--grpc-cmd", metavar="CMD", help="launch a gRPC server; it listens on $CTXCONF_LISTEN "
-                        "(a provider finds the suite's KernelCallbackService at $CTXCONF_KERNEL_CALLBACK)")
+    target.add_argument("--stdio", metavar="CMD", help=f"a command speaking {protocol} in JSON lines on stdin/stdout")
+    target.add_argument("--grpc", metavar="ADDR", help=f"a running {service}")
+    target.add_argument("--grpc-cmd", metavar="CMD", help="launch a gRPC server; it listens on $CTXCONF_LISTEN" +
+                        ("" if role == "kernel" else
+                         " (a provider finds the suite's KernelCallbackService at $CTXCONF_KERNEL_CALLBACK)"))
     if role == "kernel":
         return
     target.add_argument("--plugin", metavar="CMD", help="launch a plugin binary as a hashicorp/go-plugin host does")
     parser.add_argument("--callback", metavar="ADDR", help="with --grpc: where the suite serves KernelCallbackService")
     parser.add_argument("--cookie", metavar="KEY=VALUE", help="with --plugin: the magic cookie the plugin expects "
                         "(default: the pluggableharness kernel's)")
-    parser.add_argument("--handshake-timeout", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--handshake-timeout", type=_seconds, default=60.0, metavar="SECONDS",
                         help="with --plugin: how long to wait for the handshake line (default: 60)")
     parser.add_argument("--manifest", type=Path, metavar="FILE",
                         help="how to configure a provider against fixture files (required with a target)")
@@ -130,8 +134,10 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
                             help="hypothesis profile for the property tests: ci (small, derandomized), default, "
                                  "thorough (default: default)")
         parser.add_argument("--seed", type=int, help="hypothesis seed; printed in the report when not given")
-        parser.add_argument("--examples", type=int, metavar="N", help="generated scenarios to try (overrides the profile)")
-        parser.add_argument("--no-properties", action="store_true", help="run the golden vectors only")
+        parser.add_argument("--examples", type=_positive, metavar="N",
+                            help="generated scenarios to try (overrides the profile)")
+        parser.add_argument("--no-properties", action="store_true",
+                            help="run the golden vectors only (a partial run: no verdict)")
         parser.add_argument("--counterexamples", type=Path, metavar="DIR", default=Path("ctxconf-counterexamples"),
                             help="where a shrunk failing scenario is written as a vector (default: ./ctxconf-counterexamples)")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the JSON report here")
@@ -139,14 +145,30 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
     parser.add_argument("--badge", type=Path, metavar="DIR", help="write badge.svg and badge.json (shields.io endpoint) here")
     parser.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
-    parser.add_argument("-k", "--filter", metavar="TEXT", help="only cases whose id contains TEXT")
+    parser.add_argument("-k", "--filter", metavar="TEXT", help="only cases whose id contains TEXT (a partial run: "
+                        f"no verdict; the property tests' ids are {' and '.join(CASE_IDS.values())})")
     parser.add_argument("--baseline", type=Path, metavar="FILE", help="expected failures (YAML list of "
                         "{requirement, case?, reason}); listed failures become xfail")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
                         help="per-call timeout for the implementation (default: 10)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME",
                         help="also pass this environment variable to a launched implementation")
     parser.add_argument("-v", "--verbose", action="store_true", help="show every failure and untested requirement")
+
+
+def _seconds(text: str) -> float:
+    """A duration: positive and finite (argparse turns the ValueError into a usage error, exit 2)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 ROLES = {  # protocol, harness schema, bundled target, requirement roles
@@ -165,53 +187,80 @@ def _provider(args: argparse.Namespace) -> int:
 
 def _role(args: argparse.Namespace, role: str) -> int:
     catalog = catalog_mod.load()
-    vectors = _select(vectors_mod.load_dir(role, catalog, args.vectors), args.filter)
-    return _certify(args, role, catalog, vectors, _property_run(args),
-                    partial=f"only the cases matching -k {args.filter!r}" if args.filter else None)
+    every = vectors_mod.load_dir(role, catalog, _vectors_dir(args))
+    vectors = [v for v in every if not args.filter or args.filter in v.id]
+    run = None if args.no_properties or (args.filter and args.filter not in CASE_IDS[role]) else PropertyRun(
+        profile=args.profile, seed=args.seed, examples=args.examples, counterexamples=args.counterexamples)
+    if not vectors and run is None:
+        raise InputError("--filter", f"no case id contains {args.filter!r}")
+    scope = [f"-k {args.filter!r}"] if args.filter else []
+    scope += ["--no-properties"] if args.no_properties else []
+    known_cases = {v.id for v in every} | {CASE_IDS[role]}
+    return _certify(args, role, catalog, vectors, run, "; ".join(scope) or None, known_cases)
 
 
 def _replay(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
     vector = vectors_mod.load_file(args.file, catalog)
-    return _certify(args, vector.id.split("/")[0], catalog, [vector], None, partial=f"one vector, {args.file}")
+    return _certify(args, vector.id.split("/")[0], catalog, [vector], None, f"replay of {vector.id}", {vector.id})
 
 
 def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None,
-             partial: str | None = None) -> int:
+             partial: str | None, known_cases: set[str]) -> int:
     """Run the vectors (then the properties) against the target and report. A partial run (`partial`
     says which) reports what it found but gives no verdict."""
     protocol, schema, reference, roles = ROLES[role]
     _check_targets(args)
     manifest = _manifest(args) if role == "provider" else None
-    baseline = _baseline(args.baseline)
-    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir:
+    baseline = _baseline(args.baseline, catalog, roles, known_cases)
+    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, \
+            RunProgress(len(vectors) + (run is not None)) as progress:
         name, opener = _opener(args, protocol, schema, reference, Path(workdir))
         started = time.perf_counter()
         with Connection(opener) as connection:
             _first_start(connection)
             if role == "kernel":
-                cases = kernel_run.run_vectors(connection, vectors)
-                cases += [kernel_property(connection, run)] if run else []
+                cases = kernel_run.run_vectors(connection, vectors, progress.finished)
             else:
-                cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases")
-                cases += [provider_property(connection, run, manifest, Path(workdir) / "properties")] if run else []
+                cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases",
+                                                 progress.finished)
+            if run:
+                progress.starting(f"property tests, profile {run.profile}, seed {run.seed}")
+                cases.append(kernel_property(connection, run) if role == "kernel" else
+                             provider_property(connection, run, manifest, Path(workdir) / "properties"))
+                progress.finished(cases[-1])
             implementation = connection.implementation
     report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
-                   seed=run.seed if run else None, filtered=partial)
+                   seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args, role))
     return _emit(report, args)
+
+
+def _vectors_dir(args: argparse.Namespace) -> Path | None:
+    if args.vectors is not None and not args.vectors.is_dir():
+        raise InputError("--vectors", f"{args.vectors} is not a directory")
+    return args.vectors
+
+
+def _target_argv(args: argparse.Namespace, role: str) -> list[str]:
+    """The options that name the target and how to reach it, as given: what a rerun of one case needs."""
+    argv = []
+    for name in ("python", "stdio", "grpc", "grpc_cmd", "plugin", "callback", "cookie", "manifest", "vectors"):
+        if getattr(args, name, None) is not None:
+            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    if role == "provider" and not _has_target(args):
+        argv += ["--manifest", str(REFERENCE_MANIFEST)] if args.manifest is None else []
+    for name, default in (("timeout", 10.0), ("handshake_timeout", 60.0)):
+        if getattr(args, name, default) != default:
+            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    for env in args.env:
+        argv += ["--env", env]
+    return argv
 
 
 def _manifest(args: argparse.Namespace) -> manifest_mod.Manifest:
     if _has_target(args) and not args.manifest:
         raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
     return manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
-
-
-def _property_run(args: argparse.Namespace) -> PropertyRun | None:
-    if args.no_properties or args.filter:
-        return None  # a filtered run is about particular vectors
-    return PropertyRun(profile=args.profile, seed=args.seed, examples=args.examples,
-                       counterexamples=args.counterexamples)
 
 
 def _selftest(args: argparse.Namespace) -> int:
@@ -271,36 +320,39 @@ def _first_start(connection: Connection) -> None:
         pass  # the implementation started but misbehaved: reported per case
 
 
-def _select(vectors: list, text: str | None) -> list:
-    chosen = [v for v in vectors if not text or text in v.id]
-    if not chosen:
-        raise InputError("--filter", f"no case id contains {text!r}")
-    return chosen
-
-
-def _baseline(path: Path | None) -> list[dict] | None:
+def _baseline(path: Path | None, catalog, roles: tuple[str, ...], known_cases: set[str]) -> list[dict] | None:
+    """Expected failures; an entry naming no requirement of this role, or no case, is a mistake (a typo would
+    otherwise read as a failure fixed)."""
     if path is None:
         return None
     data = read_yaml(path)
     entries = data.get("expected_failures") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise InputError(str(path), "expected a list of {requirement, case?, reason} (or expected_failures: [...])")
+    requirements = {r.id for r in catalog.for_roles(roles)}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("requirement"), str):
             raise InputError(str(path), "each entry needs a requirement id", f"[{i}].requirement")
+        if entry["requirement"] not in requirements:
+            raise InputError(str(path), f"{entry['requirement']!r} is not a requirement of this role",
+                             f"[{i}].requirement")
+        if "case" in entry and entry["case"] not in known_cases:
+            raise InputError(str(path), f"no case has the id {entry['case']!r}", f"[{i}].case")
     return entries
 
 
 def _emit(report, args: argparse.Namespace) -> int:
-    console.print_report(report, verbose=args.verbose)
     outputs = [(args.report, lambda: json.dumps(json_report.to_json(report), indent=2, ensure_ascii=False) + "\n"),
                (args.junit, lambda: junit.to_xml(report)), (args.markdown, lambda: markdown.to_markdown(report))]
+    if args.badge:
+        outputs += [(args.badge / "badge.svg", lambda: badge.svg(report)),
+                    (args.badge / "badge.json", lambda: json.dumps(badge.endpoint(report)) + "\n")]
+    written = [c.counterexample for c in report.cases if c.counterexample]
     for path, render in outputs:
         if path:
             _write(path, render())
-    if args.badge:
-        _write(args.badge / "badge.svg", badge.svg(report))
-        _write(args.badge / "badge.json", json.dumps(badge.endpoint(report)) + "\n")
+            written.append(str(path))
+    console.print_report(report, verbose=args.verbose, written=written)
     return report.exit_code
 
 

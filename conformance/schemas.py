@@ -1,4 +1,4 @@
-"""JSON Schema validation against the files in schemas/ (draft 2020-12).
+"""JSON Schema validation against the files in conformance/data/schemas (draft 2020-12).
 
 Every data file the suite reads and every message an implementation sends is
 checked here; a failure names the file (or message) and the field path.

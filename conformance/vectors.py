@@ -25,6 +25,8 @@ class Vector:
 
 def load_dir(role: str, catalog: Catalog, root: Path | None = None) -> list[Vector]:
     folder = (root or paths.VECTORS) / role
+    if not folder.is_dir():
+        raise InputError(str(root or paths.VECTORS), f"has no {role}/ folder of vectors")
     files = sorted(folder.rglob("*.yaml")) + sorted(folder.rglob("*.yml"))
     return sorted((load_file(f, catalog, root or paths.VECTORS) for f in files), key=lambda v: v.id)
 

@@ -18,7 +18,7 @@ settings.register_profile("ci", max_examples=30, derandomize=True, deadline=None
 settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-from conformance import catalog as catalog_mod, vectors as vectors_mod
+from conformance import catalog as catalog_mod, paths, vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
@@ -27,7 +27,8 @@ from conformance.engine.kernel_run import run_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIMS = Path(__file__).resolve().parent / "shims"
-SHIM = f"{sys.executable} {ROOT / 'runners/python/stdio_shim.py'}"
+RUNNERS = paths.RUNNERS / "python"
+SHIM = f"{sys.executable} {RUNNERS / 'stdio_shim.py'}"
 REFERENCE_SHIM = f"{SHIM} conformance.reference.kernel:create"
 
 
@@ -98,6 +99,7 @@ def processes_under(folder: Path) -> list[int]:
 
 
 def pytest_collection_modifyitems(items):
-    """The self-test is most of the run: hand it to the workers first, so that the short tests fill
-    the gaps at the end instead of one long test running alone."""
-    items.sort(key=lambda item: item.path.name != "test_selftest.py")
+    """The self-test is most of the run, and the packaging test the longest single test: hand them
+    to the workers first, so that the short tests fill the gaps at the end instead of one long test
+    running alone."""
+    items.sort(key=lambda item: item.path.name not in ("test_selftest.py", "test_packaging.py"))

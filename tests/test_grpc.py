@@ -13,9 +13,8 @@ from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.engine import kernel_run, provider_run
 from conformance.engine.connection import Connection
-from tests.conftest import MANIFESTS, ROOT, processes_under
+from tests.conftest import MANIFESTS, ROOT, RUNNERS, processes_under
 
-RUNNERS = ROOT / "runners" / "python"
 HARNESS = f"{sys.executable} {RUNNERS / 'grpc_kernel_harness.py'} conformance.reference.kernel:create"
 SERVER = f"{sys.executable} {RUNNERS / 'grpc_provider_server.py'}"
 PLUGIN = f"{sys.executable} {RUNNERS / 'go_plugin_provider.py'}"

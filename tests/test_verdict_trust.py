@@ -20,9 +20,9 @@ from conformance.properties.runner import PropertyRun, kernel_property
 from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants, provider_variants
 from conformance.reference.kernel import ReferenceKernel
 from conformance.reports.verdict import build
-from tests.conftest import MANIFESTS, ROOT, certify_provider, certify_python, failed_requirements
+from tests.conftest import MANIFESTS, RUNNERS, certify_provider, certify_python, failed_requirements
 
-SERVER = f"{sys.executable} {ROOT / 'runners' / 'python' / 'grpc_provider_server.py'}"
+SERVER = f"{sys.executable} {RUNNERS / 'grpc_provider_server.py'}"
 
 
 # --- three false verdicts users reported ------------------------------------------------------

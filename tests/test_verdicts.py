@@ -16,10 +16,10 @@ from conformance.proofs import kernel_mutants
 from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.engine import kernel_run
 from conformance.engine.connection import Connection
-from tests.conftest import (MANIFESTS, REFERENCE_SHIM, ROOT, SHIM, certify_python, certify_stdio, ctxconf,
+from tests.conftest import (MANIFESTS, REFERENCE_SHIM, RUNNERS, SHIM, certify_python, certify_stdio, ctxconf,
                             failed_requirements)
 
-HARNESS = f"{sys.executable} {ROOT / 'runners' / 'python' / 'grpc_kernel_harness.py'}"
+HARNESS = f"{sys.executable} {RUNNERS / 'grpc_kernel_harness.py'}"
 
 
 def _report(cases, **options):
@@ -69,7 +69,7 @@ def test_a_must_the_binding_cannot_exercise_is_named_not_hidden():
 def test_a_partial_run_gives_no_verdict():
     report = _report(_all_exercised(), filtered="only the cases matching -k 'kernel/budget/'")
     assert report.verdict == NO_VERDICT and report.exit_code == 0
-    assert badge.endpoint(report)["message"] == "no verdict (partial run)"
+    assert badge.endpoint(report)["message"] == "no verdict (partial run: only the cases matching -k 'kernel/budget/')"
     failing = CaseResult("kernel/budget/x", "x", findings=[Finding("K-BUDGET-REJECT", False, "kept")])
     assert _report([failing], filtered="-k budget").exit_code == 1
 
@@ -86,7 +86,7 @@ def test_baselined_must_failures_keep_the_verdict_and_badge_honest():
 def test_a_filtered_run_on_the_command_line_certifies_nothing(tmp_path):
     run = ctxconf("kernel", "-k", "kernel/budget/", "--badge", str(tmp_path), "--report", str(tmp_path / "r.json"))
     assert run.returncode == 0 and "verdict: NO VERDICT" in run.stdout
-    assert json.loads((tmp_path / "badge.json").read_text())["message"] == "no verdict (partial run)"
+    assert json.loads((tmp_path / "badge.json").read_text())["message"] == "no verdict (partial run: -k 'kernel/budget/')"
     assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "no verdict"
 
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from conformance import paths
 from conformance.wire import forms, tokens
-from tests.conftest import ROOT
 
 
 def test_every_proto3_json_form_is_accepted():
@@ -49,6 +49,6 @@ def test_suite_tokenizer_differs_from_the_fallback_and_from_characters():
 
 @pytest.mark.skipif(importlib.util.find_spec("grpc_tools") is None, reason="grpcio-tools is not installed (pip install -e .[dev])")
 def test_generated_code_is_not_stale():
-    run = subprocess.run([sys.executable, str(ROOT / "runners/protos/generate.py"), "--check"],
+    run = subprocess.run([sys.executable, str(paths.RUNNERS / "protos" / "generate.py"), "--check"],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr

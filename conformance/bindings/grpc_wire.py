@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2  # noqa: F401  (registers the google.rpc detail types)
+from grpc_status import rpc_status
 
 from conformance.bindings.base import CallFailed, HarnessError
 from conformance.wire import forms
@@ -67,17 +68,25 @@ def failure_from(error: grpc.RpcError) -> CallFailed:
     """A gRPC error as the suite's CallFailed: its ContextError detail, and every other detail as JSON."""
     code = error.code().name if error.code() else "UNKNOWN"
     context_error, details = None, []
-    for key, value in (error.trailing_metadata() or ()):
-        if key != _DETAILS_KEY:
-            continue
-        for detail in status_pb2.Status.FromString(value).details:
-            if detail.type_url.endswith("/" + _CONTEXT_ERROR_TYPE):
-                found = context_pb2.ContextError()
-                detail.Unpack(found)
-                context_error = forms.to_json(found)
-            else:
-                details.append(_detail_json(detail))
+    for detail in _status_details(error):
+        if detail.type_url.endswith("/" + _CONTEXT_ERROR_TYPE):
+            found = context_pb2.ContextError()
+            detail.Unpack(found)
+            context_error = forms.to_json(found)
+        else:
+            details.append(_detail_json(detail))
     return CallFailed(code, error.details() or "", context_error, details)
+
+
+def _status_details(error: grpc.RpcError) -> list[any_pb2.Any]:
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:
+        # The detail's code or message disagrees with the call's. The call's own code is what the
+        # checks judge, so the details still count: read them without grpc_status's consistency check.
+        status = next((status_pb2.Status.FromString(value) for key, value in error.trailing_metadata()
+                       if key == _DETAILS_KEY), None)
+    return list(status.details) if status else []
 
 
 def _detail_json(detail: any_pb2.Any) -> dict:
@@ -92,10 +101,7 @@ def abort(context: grpc.ServicerContext, failure: CallFailed) -> None:
     code = getattr(grpc.StatusCode, failure.code, grpc.StatusCode.UNKNOWN)
     status = status_pb2.Status(code=code.value[0], message=failure.message)
     if failure.context_error:
-        detail = any_pb2.Any()
-        detail.Pack(forms.parse("ContextError", failure.context_error))
-        status.details.append(detail)
+        status.details.add().Pack(forms.parse("ContextError", failure.context_error))
     for extra in failure.details:
         status.details.append(json_format.ParseDict(extra, any_pb2.Any()))
-    context.set_trailing_metadata(((_DETAILS_KEY, status.SerializeToString()),))
-    context.abort(code, failure.message)
+    context.abort_with_status(rpc_status.to_status(status))

@@ -166,10 +166,18 @@ class JsonLinesProcess:
             message = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             text = raw.decode("utf-8", "replace").strip()
-            raise HarnessError(f"wrote a line that is not JSON: {text[:200]!r}") from None
+            raise HarnessError(f"wrote a line that is not JSON: {text[:200]!r}{self._stderr_note()}") from None
         if not isinstance(message, dict):
-            raise HarnessError(f"wrote a JSON line that is not an object: {raw[:200]!r}")
+            raise HarnessError(f"wrote a JSON line that is not an object: {raw[:200]!r}{self._stderr_note()}")
         return message
+
+    def _stderr_note(self) -> str:
+        """The end of stderr, which often says why stdout went wrong; its reader may lag a moment behind."""
+        deadline = time.monotonic() + 0.3
+        while not self._stderr and time.monotonic() < deadline:
+            time.sleep(0.02)
+        tail = self.stderr()[-1500:]
+        return f"; stderr ends:\n{tail}" if tail else ""
 
     def died(self, what: str) -> str:
         code = self.process.poll() if self.process else None
@@ -178,9 +186,8 @@ class JsonLinesProcess:
                 code = self.process.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 code = None
-        tail = self.stderr()[-1500:]
         status = f"exited with code {code}" if code is not None else "is still running"
-        return f"the implementation {what} ({status})" + (f"; stderr ends:\n{tail}" if tail else "")
+        return f"the implementation {what} ({status})" + self._stderr_note()
 
     def close(self, grace: float = 2.0) -> None:
         """Wait briefly for the child to exit, then kill its whole process group."""

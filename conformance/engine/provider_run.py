@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from conformance.bindings.base import HarnessError
 from conformance.engine import provider_checks
@@ -28,29 +28,34 @@ def applies(applies_to: str, manifest: Manifest, capabilities: dict) -> tuple[st
     return None
 
 
-def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Manifest, run_dir: Path) -> list[CaseResult]:
+def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Manifest, run_dir: Path,
+                on_result: Callable[[CaseResult], None] = lambda r: None) -> list[CaseResult]:
     results = []
     for vector in vectors:
-        case = from_vector(vector.doc)
-        result = CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path))
-        started = time.perf_counter()
-        try:
-            binding = connection.binding()
-        except HarnessError as exc:
-            result.error = f"could not start the implementation: {exc}"
-            results.append(result)
-            continue
-        transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
-        reason = applies(case.applies_to, manifest, transcript.capabilities or {})
-        if reason:
-            result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
-        else:
-            result.findings = provider_checks.check_case(transcript, manifest)
-            if transcript.error:
-                stderr = binding.stderr().strip()
-                result.error = transcript.error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")
-        if transcript.error:
-            connection.discard()
-        result.seconds = time.perf_counter() - started
-        results.append(result)
+        results.append(_run_vector(connection, vector, manifest, run_dir))
+        on_result(results[-1])
     return results
+
+
+def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_dir: Path) -> CaseResult:
+    case = from_vector(vector.doc)
+    result = CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path))
+    started = time.perf_counter()
+    try:
+        binding = connection.binding()
+    except HarnessError as exc:
+        result.error = f"could not start the implementation: {exc}"
+        return result
+    transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
+    reason = applies(case.applies_to, manifest, transcript.capabilities or {})
+    if reason:
+        result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
+    else:
+        result.findings = provider_checks.check_case(transcript, manifest)
+        if transcript.error:
+            stderr = binding.stderr().strip()
+            result.error = transcript.error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")
+    if transcript.error:
+        connection.discard()
+    result.seconds = time.perf_counter() - started
+    return result

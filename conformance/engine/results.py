@@ -32,6 +32,14 @@ class CaseResult:
     needs: str | None = None               # what would let a skipped case run; None: it does not apply
     seconds: float = 0.0
     source: str = ""                       # vector file, or how the case was generated
+    counterexample: str | None = None      # a generated case's shrunk failure, written as a vector file
+
+    @property
+    def replayable(self) -> str | None:
+        """The vector file that reruns this case on its own, if there is one."""
+        if self.counterexample:
+            return self.counterexample
+        return self.source if self.source.endswith((".yaml", ".yml")) else None
 
     @property
     def status(self) -> str:

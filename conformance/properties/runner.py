@@ -10,6 +10,7 @@ is derandomized.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import time
 import warnings
@@ -19,6 +20,7 @@ from typing import Callable
 
 import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as fix_seed, settings as hsettings
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import HypothesisWarning
 
 from conformance.engine import kernel_checks, provider_checks
@@ -30,6 +32,7 @@ from conformance.engine.scenario import from_vector as kernel_scenario
 from conformance.manifest import Manifest
 from conformance.properties import strategies
 
+CASE_IDS = {"kernel": "property/kernel/generated-scenarios", "provider": "property/provider/generated-requests"}
 PROFILES = {
     "ci": {"max_examples": 25, "derandomize": True},
     "default": {"max_examples": 60},
@@ -77,7 +80,15 @@ class _Search:
     error: str | None = None
 
 
+def _cache_directory() -> Path:
+    """Hypothesis keeps files even with its database off; they go to the user's cache, not the working directory."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ctxconf" / "hypothesis"
+
+
 def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]]) -> _Search:
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        set_hypothesis_home_dir(_cache_directory())
     found = _Search()
     first_failure: list[float] = []
 
@@ -122,7 +133,7 @@ def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
         harness = [f"{f.where}: {f.message}" for f in findings if f.requirement == kernel_checks.HARNESS and not f.passed]
         return [f for f in findings if f.requirement != kernel_checks.HARNESS], transcript.error or "; ".join(harness) or None
 
-    return _result("property/kernel/generated-scenarios", "Generated kernel scenarios hold every invariant",
+    return _result(CASE_IDS["kernel"], "Generated kernel scenarios hold every invariant",
                    run, strategies.kernel_scenarios(), attempt)
 
 
@@ -135,7 +146,7 @@ def provider_property(connection: Connection, run: PropertyRun, manifest: Manife
             connection.discard()
         return provider_checks.check_case(transcript, manifest), transcript.error
 
-    return _result("property/provider/generated-requests", "Generated requests hold every provider invariant",
+    return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
                    run, strategies.provider_scenarios(), attempt)
 
 
@@ -149,12 +160,8 @@ def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt) -> Ca
     if found.error:
         result.error = f"a generated scenario broke the implementation: {found.error}"
     if found.doc is not None and run.counterexamples is not None:
-        path = write_counterexample(found.doc, sorted(failing), run, run.counterexamples, found.error or "")
-        note = f"shrunk counterexample written to {path} (ctxconf replay {path})"
-        result.findings = [Finding(f.requirement, f.passed, f"{f.message} [{note}]" if not f.passed else f.message,
-                                   f.where) for f in result.findings]
-        if result.error:
-            result.error += f"\n{note}"
+        result.counterexample = str(write_counterexample(found.doc, sorted(failing), run, run.counterexamples,
+                                                         found.error or ""))
     result.seconds = time.perf_counter() - started
     return result
 

@@ -21,7 +21,7 @@ def _message(report: Report) -> tuple[str, str]:
                 if failing or not known else f"not conformant ({known} known failures)"), "red"
     if verdict == INCOMPLETE:
         return f"incomplete ({len(report.unexercised)} MUST not exercised)", "orange"
-    return "no verdict (partial run)", "lightgrey"
+    return f"no verdict (partial run: {report.filtered})", "lightgrey"
 
 
 def endpoint(report: Report) -> dict:
@@ -33,10 +33,13 @@ _HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "orange": "#fe7d37", "r
 
 
 def svg(report: Report) -> str:
+    """The badge; its title (a tooltip) gives the verdict line and each failing MUST with its spec anchor."""
     label, (message, color) = f"ctxconf {report.role}", _message(report)
     left, right = 7 * len(label) + 10, 7 * len(message) + 10
+    title = "\n".join([report.verdict_line()] + [f"{r.id} ({r.requirement.anchor})"
+                                                  for r in report.blocking_failures + report.known_failures])
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + right}" height="20" role="img" '
-            f'aria-label="{escape(label)}: {escape(message)}">'
+            f'aria-label="{escape(label)}: {escape(message)}"><title>{escape(title)}</title>'
             f'<rect width="{left}" height="20" fill="#555"/><rect x="{left}" width="{right}" height="20" fill="{_HEX[color]}"/>'
             f'<g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
             f'<text x="5" y="14">{escape(label)}</text><text x="{left + 5}" y="14">{escape(message)}</text></g></svg>\n')

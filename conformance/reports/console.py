@@ -1,57 +1,120 @@
-"""The console summary: one line per requirement, failures under it, the verdict last."""
+"""The console summary: one line per requirement, its failures under it (each
+with the spec anchor, the rulings involved and a command that reruns the
+case), the cases that errored, the files written, and the verdict last."""
 
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 from typing import TextIO
 
-from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL
-from conformance.reports.verdict import CONFORMANT, Report
+from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult
+from conformance.reports.verdict import CONFORMANT, Report, RequirementResult
 
 _MARK = {PASS: "pass ", FAIL: "FAIL ", ERROR: "ERROR", SKIP: "skip ", XFAIL: "xfail", NOT_TESTED: "  -  "}
+_SHOWN = 3  # failing cases shown per requirement without -v
+_INDENT = " " * 10
+
+
+def _tty(stream: TextIO) -> bool:
+    return getattr(stream, "isatty", lambda: False)()
 
 
 def _color(text: str, code: str, stream: TextIO) -> str:
-    return f"\033[{code}m{text}\033[0m" if getattr(stream, "isatty", lambda: False)() else text
+    return f"\033[{code}m{text}\033[0m" if _tty(stream) else text
 
 
-def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = False) -> None:
+def _wrap(text: str, first: str, rest: str, stream: TextIO) -> str:
+    """Wrapped to the terminal's width on a terminal; one long line in a log, which its viewer wraps."""
+    if not _tty(stream):
+        return first + text
+    width = max(shutil.get_terminal_size().columns, len(first) + 30)
+    return textwrap.fill(text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = False,
+                 written: list[str] = ()) -> None:
+    def out(text: str = "") -> None:
+        print(text, file=stream)
+
     impl = report.implementation
     name = f"{impl.get('name', '?')} {impl.get('version', '')}".strip()
-    print(f"ctxconf {report.suite_version}: {report.role} certification of {name} over {report.binding}", file=stream)
+    out(f"ctxconf {report.suite_version}: {report.role} certification of {name} over {report.binding}")
+    if report.filtered:
+        out(f"  partial run ({report.filtered}): no verdict")
     for case in report.cases:
         if case.id.startswith("property/"):
-            print(f"  property tests: {case.source} (rerun with --seed to reproduce)", file=stream)
+            out(f"  property tests: {case.source} (rerun with --seed to reproduce)")
     for r in report.requirements:
         if r.status == NOT_TESTED and not verbose and not r.requirement.normative:
             continue
-        mark = _MARK[r.status]
-        if r.status in (FAIL, ERROR):
-            mark = _color(mark, "31" if r.requirement.blocking else "33", stream)
-        note = f"  ({len(r.cases)} case{'s' if len(r.cases) != 1 else ''})" if r.cases else \
-            ("  (not testable: " + r.requirement.reason + ")" if not r.requirement.testable else "")
-        print(f"  {mark} {r.id:<32} {r.requirement.level:<8} {r.requirement.summary[:70]}{note}", file=stream)
-        for case_id, finding in r.failures[: 3 if not verbose else None]:
-            print(f"          {case_id} [{finding.where}]: {finding.message}", file=stream)
-        if len(r.failures) > 3 and not verbose:
-            print(f"          ... and {len(r.failures) - 3} more (see the JSON report)", file=stream)
-        for case_id in r.errors[:2]:
-            print(f"          {case_id}: error (see below)", file=stream)
+        _requirement(r, report, out, stream, verbose)
     errored = report.errored_cases
     if errored:
-        print("\ncases that errored (the implementation crashed, hung or broke the harness protocol):", file=stream)
+        out("\ncases that errored (the implementation crashed, hung or broke the harness protocol):")
         for case in errored:
-            first = (case.error or "").splitlines()
-            print(f"  {case.id}: {first[0] if first else ''}", file=stream)
-            for line in first[1:12 if not verbose else None]:
-                print(f"      {line}", file=stream)
+            lines = (case.error or "").splitlines() or [""]
+            out(f"  {case.id}: {lines[0]}")
+            for line in lines[1:12 if not verbose else None]:
+                out(f"      {line}")
+            _rerun(case, report, out)
+    for case_id, finding in report.unattributed:
+        out(f"  {case_id}: a failure cites {finding.requirement}, which the catalog does not have (a defect of "
+            f"the suite; please report it): {finding.message}")
     for entry in report.stale:
-        print(f"  stale baseline entry (now passes): {entry}", file=stream)
+        out(f"  stale baseline entry (now passes): {entry}")
     cases, reqs = report.case_counts(), report.counts()
-    print(f"\n{len(report.cases)} cases: " + ", ".join(f"{n} {s}" for s, n in sorted(cases.items())) +
-          f"; {len(report.requirements)} requirements: " + ", ".join(f"{n} {s}" for s, n in sorted(reqs.items())) +
-          f"; {report.seconds:.1f}s", file=stream)
+    out(f"\n{_plural(len(report.cases), 'case')}: " + ", ".join(f"{n} {s}" for s, n in sorted(cases.items())) +
+        f"; {_plural(len(report.requirements), 'requirement')}: " +
+        ", ".join(f"{n} {s}" for s, n in sorted(reqs.items())) + f"; {report.seconds:.1f}s")
     if report.warnings:
-        print("warnings (SHOULD): " + ", ".join(r.id for r in report.warnings), file=stream)
+        out("warnings (SHOULD): " + ", ".join(r.id for r in report.warnings))
+    for path in written:
+        out(f"wrote {path}")
     line = f"verdict: {report.verdict.upper()}" + "".join(f"\n  {d}" for d in report.details())
-    print(_color(line, "32" if report.verdict == CONFORMANT else "31", stream), file=stream)
+    out(_color(line, "32" if report.verdict == CONFORMANT else "31", stream))
+
+
+def _requirement(r: RequirementResult, report: Report, out, stream: TextIO, verbose: bool) -> None:
+    mark = _MARK[r.status]
+    if r.status in (FAIL, ERROR):
+        mark = _color(mark, "31" if r.requirement.blocking else "33", stream)
+    ran = len(r.cases) - len(r.skipped)
+    if r.cases:
+        note = f"  ({_plural(ran, 'case')}, {len(r.skipped)} skipped)" if r.skipped and ran else \
+            f"  ({len(r.skipped)} skipped)" if r.skipped else f"  ({_plural(ran, 'case')})"
+    else:
+        note = "  (not testable: " + r.requirement.reason + ")" if not r.requirement.testable else ""
+    head = f"  {mark} {r.id:<32} {r.requirement.level:<8} "
+    out(_wrap(r.requirement.summary + note, head, " " * 50, stream))  # 50: the width of head without colour
+    if r.status in (FAIL, ERROR, XFAIL) or verbose:
+        out(f"{_INDENT}spec: {r.requirement.anchor}")
+    by_case: dict[str, list] = {}
+    for case_id, finding in r.failures:
+        by_case.setdefault(case_id, []).append(finding)
+    cases = {c.id: c for c in report.cases}
+    shown = list(by_case.items()) if verbose else list(by_case.items())[:_SHOWN]
+    for case_id, findings in shown:
+        case = cases[case_id]
+        if case.rulings:
+            out(f"{_INDENT}{case_id} (rulings: {', '.join(case.rulings)})")
+        for finding in findings:
+            where = f"{case_id} [{finding.where}]" if finding.where else case_id
+            out(_wrap(f"{where}: {finding.message}", _INDENT, _INDENT + "  ", stream))
+        _rerun(case, report, out)
+    if len(by_case) > len(shown):
+        out(f"{_INDENT}... and {_plural(len(by_case) - len(shown), 'more case')}: "
+            + ", ".join(list(by_case)[len(shown):]) + " (-v shows their failures)")
+    for case_id in r.errors[:2]:
+        out(f"{_INDENT}{case_id}: error (see below)")
+
+
+def _rerun(case: CaseResult, report: Report, out) -> None:
+    command = report.rerun(case)
+    if command:
+        out(f"{_INDENT}  rerun: {command}")

@@ -1,9 +1,14 @@
-"""A Markdown summary that fits a CI step summary."""
+"""A Markdown summary that fits a CI step summary: the verdict, the counts, and
+each failing requirement with its anchor, rulings and a command that reruns it."""
 
 from __future__ import annotations
 
-from conformance.engine.results import ERROR, FAIL
+from conformance.engine.results import ERROR, FAIL, XFAIL
 from conformance.reports.verdict import CONFORMANT, NO_VERDICT, Report
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(report: Report) -> str:
@@ -11,14 +16,27 @@ def to_markdown(report: Report) -> str:
     icon = {CONFORMANT: "✅", NO_VERDICT: "➖"}.get(report.verdict, "❌")
     lines = [f"## {icon} ctxconf {report.role}: {report.verdict}", "", *[f"- {d}" for d in report.details()], "",
              f"{impl.get('name', '?')} {impl.get('version', '')} over **{report.binding}**, "
-             f"ctxconf {report.suite_version}, {len(report.cases)} cases in {report.seconds:.1f}s.", "",
-             "| status | count |", "|---|---|"]
-    lines += [f"| {status} | {n} |" for status, n in sorted(report.counts().items())]
-    problems = [r for r in report.requirements if r.status in (FAIL, ERROR)]
+             f"ctxconf {report.suite_version}, {len(report.cases)} case{'s' * (len(report.cases) != 1)} "
+             f"in {report.seconds:.1f}s." + (f" Partial run: {report.filtered}." if report.filtered else ""), "",
+             "| status | requirements | cases |", "|---|---|---|"]
+    requirements, cases = report.counts(), report.case_counts()
+    lines += [f"| {s} | {requirements.get(s, 0)} | {cases.get(s, 0)} |" for s in sorted({*requirements, *cases})]
+    problems = [r for r in report.requirements if r.status in (FAIL, ERROR, XFAIL)]
     if problems:
-        lines += ["", "| requirement | level | status | first failure |", "|---|---|---|---|"]
+        by_id = {c.id: c for c in report.cases}
+        lines += ["", "| requirement | level | status | spec | first failure |", "|---|---|---|---|---|"]
         for r in problems:
-            first = r.failures[0] if r.failures else None
-            text = f"`{first[0]}`: {first[1].message}" if first else f"errored in {', '.join(r.errors[:3])}"
-            lines.append(f"| {r.id} | {r.requirement.level} | {r.status} | {text.replace('|', '/')[:300]} |")
+            if r.failures:
+                case = by_id[r.failures[0][0]]
+                text = f"`{case.id}`: {r.failures[0][1].message}"
+                text += f" (rulings: {', '.join(case.rulings)})" if case.rulings else ""
+                rerun = report.rerun(case)
+                text += f"<br>rerun: `{rerun}`" if rerun else ""
+            elif r.errors:
+                text = f"errored in {', '.join(r.errors[:3])}"
+            else:
+                text = "baselined: " + "; ".join(w for c in r.cases for w in report.xfailed.get(c, ())
+                                                  if w.startswith(r.id + ":"))
+            lines.append(f"| {r.id} | {r.requirement.level} | {r.status} | `{r.requirement.anchor}` | "
+                         f"{_cell(text)[:600]} |")
     return "\n".join(lines) + "\n"

@@ -22,7 +22,9 @@ stale.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from conformance import __version__
 from conformance.catalog import Catalog, Requirement
@@ -40,6 +42,7 @@ class RequirementResult:
     failures: list[tuple[str, Finding]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     needs: list[str] = field(default_factory=list)  # skipped: what would let its cases run
+    skipped: list[str] = field(default_factory=list)  # the cases among `cases` that did not run
 
     @property
     def id(self) -> str:
@@ -67,7 +70,25 @@ class Report:
     seed: int | None = None
     stale: list[str] = field(default_factory=list)
     suite_version: str = __version__
-    filtered: str | None = None   # a partial run (a -k filter, one replayed vector): which part
+    filtered: str | None = None   # a partial run (-k, --no-properties, a replayed vector): its scope
+    xfailed: dict[str, list[str]] = field(default_factory=dict)  # case id: the baseline reasons for its failures
+    unattributed: list[tuple[str, Finding]] = field(default_factory=list)  # failures citing no catalog entry
+    rerun_options: list[str] | None = None  # the target options, for a command that reruns one case
+
+    def status_of(self, case: CaseResult) -> str:
+        """A case's status once the baseline is applied: every failure listed makes it xfail (an error stays)."""
+        if case.id in self.xfailed and case.status == FAIL:
+            return ERROR if case.error else XFAIL
+        return case.status
+
+    def rerun(self, case: CaseResult) -> str | None:
+        """A command that reruns exactly this case against the same target, when it has a file to replay."""
+        if self.rerun_options is None or not case.replayable:
+            return None
+        path = Path(case.replayable)
+        if path.is_relative_to(Path.cwd()):
+            path = path.relative_to(Path.cwd())
+        return shlex.join(["ctxconf", "replay", str(path), *self.rerun_options])
 
     def _blocking(self, *statuses: str) -> list[RequirementResult]:
         return [r for r in self.requirements if r.requirement.blocking and r.status in statuses]
@@ -83,6 +104,10 @@ class Report:
     @property
     def warnings(self) -> list[RequirementResult]:
         return [r for r in self.requirements if not r.requirement.blocking and r.status in (FAIL, ERROR)]
+
+    @property
+    def failed_cases(self) -> list[CaseResult]:
+        return [c for c in self.cases if self.status_of(c) == FAIL]
 
     @property
     def errored_cases(self) -> list[CaseResult]:
@@ -103,7 +128,7 @@ class Report:
     def verdict(self) -> str:
         if self.filtered is not None:
             return NO_VERDICT
-        if self.blocking_failures or self.known_failures or self.errored_cases:
+        if self.blocking_failures or self.known_failures or self.errored_cases or self.unattributed:
             return NOT_CONFORMANT
         return INCOMPLETE if self.unexercised else CONFORMANT
 
@@ -111,12 +136,14 @@ class Report:
         """What qualifies the verdict: what failed, what was not exercised and why."""
         verdict = self.verdict
         if verdict == NO_VERDICT:
-            return [f"a partial run ({self.filtered}) certifies nothing"]
+            return [f"partial run ({self.filtered}): certifies nothing"]
         if verdict == NOT_CONFORMANT:
             return [text for count, text in (
                 (len(self.blocking_failures), f"{_n(self.blocking_failures, 'MUST')} failing"),
                 (len(self.known_failures), f"{_n(self.known_failures, 'known failure')}, baselined"),
-                (len(self.errored_cases), f"{_n(self.errored_cases, 'case')} errored")) if count]
+                (len(self.errored_cases), f"{_n(self.errored_cases, 'case')} errored"),
+                (len(self.unattributed), f"{_n(self.unattributed, 'failure')} citing no catalog requirement "
+                 "(a defect of the suite)")) if count]
         if verdict == INCOMPLETE:
             return ["never exercised: " + ", ".join(r.id for r in self.unexercised)]
         return [f"over {self.binding}"] + [f"not exercised: {r.id} ({r.why_unexercised})" for r in self.named]
@@ -130,10 +157,10 @@ class Report:
         """0 when conformant, or when only baselined failures stand in the way (regression gating)."""
         if self.verdict == CONFORMANT:
             return 0
+        broken = self.blocking_failures or self.errored_cases or self.unattributed
         if self.verdict == NO_VERDICT:
-            return 1 if any(c.status in (FAIL, ERROR) for c in self.cases) else 0
-        gated = self.verdict == NOT_CONFORMANT and not self.blocking_failures and not self.errored_cases \
-            and not self.unexercised
+            return 1 if broken else 0  # a partial run fails on what it found, never on what it left out
+        gated = self.verdict == NOT_CONFORMANT and not broken and not self.unexercised
         return 0 if gated else 1
 
     def counts(self) -> dict[str, int]:
@@ -145,16 +172,17 @@ class Report:
     def case_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for c in self.cases:
-            out[c.status] = out.get(c.status, 0) + 1
+            out[self.status_of(c)] = out.get(self.status_of(c), 0) + 1
         return out
 
 
 def build(catalog: Catalog, roles: tuple[str, ...], role: str, cases: list[CaseResult], binding: str,
           implementation: dict, seconds: float, baseline: list[dict] | None = None,
-          seed: int | None = None, filtered: str | None = None) -> Report:
+          seed: int | None = None, filtered: str | None = None, rerun_options: list[str] | None = None) -> Report:
     expected = baseline or []
     results = []
     used: set[int] = set()
+    reasons: dict[str, list[str]] = {}  # case id: why its baselined failures are expected
     for requirement in catalog.for_roles(roles):
         result = RequirementResult(requirement, NOT_TESTED)
         statuses = []
@@ -170,11 +198,15 @@ def build(catalog: Catalog, roles: tuple[str, ...], role: str, cases: list[CaseR
                         result.failures.append((case.id, finding))
                     else:
                         used.add(listed)
+                        reasons.setdefault(case.id, []).append(f"{requirement.id}: "
+                                                               f"{expected[listed].get('reason') or 'baselined'}")
                 status = FAIL if any(c == case.id for c, _ in result.failures) else XFAIL
             elif status == ERROR:
                 result.errors.append(case.id)
-            elif status == SKIP and case.needs and case.needs not in result.needs:
-                result.needs.append(case.needs)
+            elif status == SKIP:
+                result.skipped.append(case.id)
+                if case.needs and case.needs not in result.needs:
+                    result.needs.append(case.needs)
             statuses.append(status)
         result.status = next((s for s in _PRECEDENCE if s in statuses), NOT_TESTED)
         if result.status == SKIP and any(requirement.id in c.requirements and not c.skipped for c in cases):
@@ -182,8 +214,12 @@ def build(catalog: Catalog, roles: tuple[str, ...], role: str, cases: list[CaseR
         results.append(result)
     stale = [_describe(e) for i, e in enumerate(expected) if i not in used
              and any(r.id == e.get("requirement") for r in results)]
+    known = {r.id for r in results}
+    unattributed = [(c.id, f) for c in cases for f in c.failures() if f.requirement not in known]
+    failing_unlisted = {c for r in results for c, _ in r.failures} | {c for c, _ in unattributed}
+    xfailed = {case: why for case, why in reasons.items() if case not in failing_unlisted}
     return Report(role, binding, implementation, catalog.spec_revision, results, cases, seconds, seed, stale,
-                  filtered=filtered)
+                  filtered=filtered, xfailed=xfailed, unattributed=unattributed, rerun_options=rerun_options)
 
 
 def _n(items: list, noun: str) -> str:

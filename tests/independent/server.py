@@ -93,16 +93,14 @@ def main() -> None:
 
     kernel = kern_grpc.KernelCallbackServiceStub(grpc.insecure_channel(os.environ["CTXCONF_KERNEL_CALLBACK"]))
 
-    from google.protobuf import any_pb2
     from google.rpc import status_pb2
+    from grpc_status import rpc_status
 
     def fail(context, code, category: int, message: str):
         """A status whose details carry the ContextError, as WIRE.md describes."""
-        detail = any_pb2.Any()
-        detail.Pack(ctx.ContextError(category=category, message=message, retryable=True))
-        status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
-        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
-        context.abort(code, message)
+        status = status_pb2.Status(code=code.value[0], message=message)
+        status.details.add().Pack(ctx.ContextError(category=category, message=message, retryable=True))
+        context.abort_with_status(rpc_status.to_status(status))
 
     def count(text: str, context) -> int:
         request = kern.CountTokensRequest(content=[kern.ContentBlock(text=kern.TextBlock(text=text))])

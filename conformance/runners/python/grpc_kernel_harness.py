@@ -1,7 +1,7 @@
 """A gRPC kernel harness (ctxconf.harness.v1.KernelHarness) around any Python
 kernel object; the reference peer of `ctxconf kernel --grpc-cmd`.
 
-    ctxconf kernel --grpc-cmd "python runners/python/grpc_kernel_harness.py conformance.reference.kernel:create"
+    ctxconf kernel --grpc-cmd "python conformance/runners/python/grpc_kernel_harness.py conformance.reference.kernel:create"
 
 It listens on $CTXCONF_LISTEN (or --listen ADDR). On Load it dials the
 ContextService of every provider and the suite's tokenizer at the addresses

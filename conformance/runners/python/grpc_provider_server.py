@@ -1,7 +1,7 @@
 """A context provider served over plain gRPC; the reference peer of
 `ctxconf provider --grpc-cmd`.
 
-    ctxconf provider --grpc-cmd "python runners/python/grpc_provider_server.py conformance.reference.filereader:create" \\
+    ctxconf provider --grpc-cmd "python conformance/runners/python/grpc_provider_server.py conformance.reference.filereader:create" \\
                      --manifest conformance/reference/manifests/filereader.yaml
 
 It listens on $CTXCONF_LISTEN and reaches the kernel's callback service at

@@ -1,6 +1,6 @@
 """How much each binding costs, measured in one run against the bare transport.
 
-    python runners/benchmark.py [--firings 300]
+    python conformance/runners/benchmark.py [--firings 300]
 
 A firing is one assemble of a three-provider chain: one op and three
 Contribute callbacks, four round trips in all. Beside each binding the script

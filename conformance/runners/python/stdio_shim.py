@@ -3,8 +3,8 @@ ctxconf-kernel/1 or ctxconf-provider/1 in JSON lines, turning each op into a
 call of the object's method of the same name. It is the stdio binding's
 reference peer and a template for a shim in another language.
 
-    ctxconf kernel   --stdio "python runners/python/stdio_shim.py conformance.reference.kernel:create"
-    ctxconf provider --stdio "python runners/python/stdio_shim.py conformance.reference.filereader:create" \\
+    ctxconf kernel   --stdio "python conformance/runners/python/stdio_shim.py conformance.reference.kernel:create"
+    ctxconf provider --stdio "python conformance/runners/python/stdio_shim.py conformance.reference.filereader:create" \\
                      --manifest conformance/reference/manifests/filereader.yaml
 
 While an op runs, the object's callbacks go out as {"cb": N, ...} lines and

@@ -1,7 +1,7 @@
-"""Regenerate the suite's protobuf/gRPC Python code from runners/protos.
+"""Regenerate the suite's protobuf/gRPC Python code from conformance/runners/protos.
 
-    python runners/protos/generate.py            # rewrite conformance/wire/pb
-    python runners/protos/generate.py --check    # exit 1 if it is stale
+    python conformance/runners/protos/generate.py            # rewrite conformance/wire/pb
+    python conformance/runners/protos/generate.py --check    # exit 1 if it is stale
 
 protoc writes absolute imports (`from pluggableharness.content.v1 import ...`);
 they are rewritten to live under `conformance.wire.pb` so the suite never
@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 PROTO_ROOT = Path(__file__).resolve().parent
-OUT = PROTO_ROOT.parent.parent / "conformance" / "wire" / "pb"
+OUT = PROTO_ROOT.parent.parent / "wire" / "pb"
 PACKAGE = "conformance.wire.pb"
 _IMPORT = re.compile(r"^from (pluggableharness|ctxconf|plugin)(\.[\w.]+)? import", re.M)
 

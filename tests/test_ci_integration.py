@@ -1,0 +1,95 @@
+"""ci/: the certify script run for real (bash, this venv's ctxconf), and the CI templates that call it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CI = ROOT / "ci"
+SCRIPT = CI / "certify.sh"
+MANIFEST = ROOT / "conformance/reference/manifests/filereader.yaml"
+CTXCONF = Path(sys.executable).parent / "ctxconf"
+
+
+def certify(tmp_path: Path, **variables: str) -> tuple[subprocess.CompletedProcess, Path, dict]:
+    """Run ci/certify.sh in tmp_path as a CI job would; the output dir has a space to prove the quoting."""
+    out = tmp_path / "out dir"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXCONF_", "GITHUB_"))}
+    env.update(CTXCONF_BIN=str(CTXCONF), CTXCONF_ROLE="provider", CTXCONF_TARGET_KIND="python",
+               CTXCONF_MANIFEST=str(MANIFEST), CTXCONF_OUT="out dir",
+               GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"), GITHUB_OUTPUT=str(tmp_path / "output"))
+    env.update(variables)
+    run = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    output = tmp_path / "output"
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines()) if output.exists() else {}
+    return run, out, outputs
+
+
+# A few derandomized generated scenarios: fast, and unlike --no-properties (a partial run) they allow a verdict.
+FEW_EXAMPLES = "--profile ci --examples 3"
+
+
+def test_the_reference_provider_certifies(tmp_path):
+    run, out, outputs = certify(tmp_path, CTXCONF_TARGET="conformance.reference.filereader:create",
+                                CTXCONF_EXTRA_ARGS=FEW_EXAMPLES)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads((out / "report.json").read_text())["verdict"] == "conformant"
+    assert ET.parse(out / "junit.xml").getroot().get("failures") == "0"
+    assert json.loads((out / "badge/badge.json").read_text())["schemaVersion"] == 1
+    assert (out / "badge/badge.svg").exists()
+    assert (tmp_path / "step-summary.md").read_text().startswith((out / "summary.md").read_text())
+    assert outputs == {"exit-code": "0", "verdict": "conformant"}
+
+
+def test_a_failing_provider_fails_the_job_and_still_reports(tmp_path):
+    run, out, outputs = certify(tmp_path, CTXCONF_TARGET="conformance.proofs.provider_mutants:IgnoresBudget",
+                                CTXCONF_EXTRA_ARGS=FEW_EXAMPLES)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert ET.parse(out / "junit.xml").getroot().get("failures") != "0"
+    assert "P-WITHIN-BUDGET" in (tmp_path / "step-summary.md").read_text()
+    assert outputs == {"exit-code": "1", "verdict": "not conformant"}
+
+
+def test_an_empty_or_missing_target_is_an_error_not_the_bundled_reference(tmp_path):
+    run, out, outputs = certify(tmp_path, CTXCONF_TARGET="")
+    assert run.returncode == 2 and "--python" in run.stderr, run.stderr  # ctxconf's own usage error
+    assert outputs == {"exit-code": "2", "verdict": "error"} and not (out / "badge/badge.json").exists()
+    (tmp_path / "no-kind").mkdir()
+    run, _, outputs = certify(tmp_path / "no-kind", CTXCONF_TARGET_KIND="", CTXCONF_TARGET="")
+    assert run.returncode == 2 and "CTXCONF_TARGET_KIND" in run.stderr
+    assert outputs == {"exit-code": "2", "verdict": "error"}
+
+
+def _script_variables() -> set[str]:
+    return set(re.findall(r"\bCTXCONF_[A-Z_]+", SCRIPT.read_text()))
+
+
+def test_the_github_action_passes_every_input_to_the_script():
+    action = yaml.safe_load((CI / "github/action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    used = " ".join(json.dumps(step) for step in steps)
+    unused = [name for name in action["inputs"] if f"inputs.{name}" not in used]
+    assert unused == []
+    run_step = next(step for step in steps if "certify.sh" in step.get("run", ""))
+    assert set(run_step["env"]) <= _script_variables()
+    assert {"exit-code", "verdict"} <= set(action["outputs"])
+    assert any(step.get("uses", "").startswith("actions/upload-artifact@") for step in steps)
+
+
+def test_the_gitlab_template_runs_the_script_and_keeps_junit():
+    template = yaml.safe_load((CI / "gitlab/ctxconf.gitlab-ci.yml").read_text())
+    job = template[".ctxconf-certify"]
+    assert set(job["variables"]) - {"CTXCONF_SCRIPT"} <= _script_variables()
+    assert any("$CTXCONF_SCRIPT" in line for line in job["script"])
+    out = job["variables"]["CTXCONF_OUT"]
+    assert job["artifacts"]["reports"]["junit"] == f"{out}/junit.xml" and job["artifacts"]["when"] == "always"
+    assert all(path.startswith(out + "/") for path in job["artifacts"]["paths"])

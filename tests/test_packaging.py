@@ -1,0 +1,79 @@
+"""The wheel, not the checkout (issue 10): built and installed into a fresh
+venv, the suite finds its vectors, schemas and runners inside the installed
+package and certifies the references from a directory far from the checkout."""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from conformance import paths
+from tests.conftest import ROOT
+
+
+def _run(args: list, cwd: Path) -> subprocess.CompletedProcess:
+    # No PYTHONPATH (the tests' own ctxconf() sets it to the checkout) and no active venv.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+    run = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"{args}\n{run.stdout}\n{run.stderr}"
+    return run
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts)
+
+
+def _build_wheel(tmp_path: Path) -> Path:
+    # From a copy: an in-tree build would write build/ and *.egg-info into the checkout.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    shutil.copytree(paths.PACKAGE, source / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
+    # This venv's setuptools when it has one: then the build needs no package index.
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", tmp_path / "dist", source],
+         tmp_path)
+    [wheel] = (tmp_path / "dist").glob("ctxconf-*.whl")
+    return wheel
+
+
+def _install(wheel: Path, venv: Path) -> Path:
+    """A fresh venv holding the wheel; its dependencies are borrowed from this venv."""
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], venv.parent)
+    python = venv / "bin" / "python"
+    # Install before the dependencies are visible: pip would otherwise see the editable ctxconf.
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel],
+         venv.parent)
+    site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], venv.parent)
+                .stdout.strip())
+    # A directory named in a .pth is only put on sys.path, not scanned for .pth files itself, so
+    # the editable install's finder there never runs and the checkout stays out of reach.
+    borrowed = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    (site / "ctxconf-test-dependencies.pth").write_text("\n".join(sorted(borrowed)) + "\n")
+    return python
+
+
+def test_the_built_wheel_certifies_the_references_outside_the_checkout(tmp_path):
+    venv = tmp_path / "venv"
+    python = _install(_build_wheel(tmp_path), venv)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    installed = Path(_run([python, "-c", "from conformance import paths; print(paths.PACKAGE)"], elsewhere)
+                     .stdout.strip())
+    assert venv in installed.parents and ROOT not in installed.parents, installed
+    for folder in ("data", "runners"):
+        assert _files(installed / folder) == _files(paths.PACKAGE / folder), f"{folder}/ does not ship whole"
+
+    ctxconf = venv / "bin" / "ctxconf"
+    _run([ctxconf, "requirements"], elsewhere)
+    assert "verdict: CONFORMANT" in _run([ctxconf, "provider"], elsewhere).stdout
+    # The small hypothesis profile: the kernel's full default run alone would double the test's time.
+    assert "verdict: CONFORMANT" in _run([ctxconf, "kernel", "--profile", "ci"], elsewhere).stdout
+    # The self-test launches the installed stdio shim for this variant's stdio run.
+    _run([ctxconf, "selftest", "-k", "JoinedBySpace"], elsewhere)
