@@ -211,6 +211,7 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
     says which) reports what it found but gives no verdict."""
     protocol, schema, reference, roles = ROLES[role]
     _check_targets(args)
+    _check_outputs(args)
     manifest = _manifest(args) if role == "provider" else None
     baseline = _baseline(args.baseline, catalog, roles, known_cases)
     with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, \
@@ -233,6 +234,21 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
     report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
                    seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args, role))
     return _emit(report, args)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Where results go is checked before the run, so a typo does not cost a whole certification."""
+    for option, path in (("--badge", args.badge), ("--counterexamples", getattr(args, "counterexamples", None))):
+        if path is not None and path.exists() and not path.is_dir():
+            raise InputError(option, f"{path} is a file; name a directory")
+    for option, path in (("--report", args.report), ("--junit", args.junit), ("--markdown", args.markdown)):
+        if path is not None and path.is_dir():
+            raise InputError(option, f"{path} is a directory; name a file")
+        if path is not None and path.parent.exists() and not path.parent.is_dir():
+            raise InputError(option, f"{path.parent} is not a directory")
+    for name in args.env:
+        if not name.isidentifier():
+            raise InputError("--env", f"{name!r} is not an environment variable name")
 
 
 def _vectors_dir(args: argparse.Namespace) -> Path | None:
@@ -366,7 +382,7 @@ def _write(path: Path, text: str) -> None:
 
 def _requirements(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
-    matrix = coverage.build(catalog, args.vectors)
+    matrix = coverage.build(catalog, _vectors_dir(args))
     print(coverage.render(matrix))
     roles = {"kernel": catalog_mod.KERNEL_ROLES, "provider": catalog_mod.PROVIDER_ROLES,
              "all": catalog_mod.KERNEL_ROLES + catalog_mod.PROVIDER_ROLES}[args.role]

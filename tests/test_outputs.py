@@ -136,8 +136,13 @@ def test_a_property_failure_is_shown_whole_with_its_counterexample_and_rerun(tmp
 
 @pytest.mark.parametrize("options, named", [
     (["--timeout", "-1"], "--timeout"), (["--timeout", "nan"], "--timeout"), (["--timeout", "inf"], "--timeout"),
-    (["--examples", "0"], "--examples"), (["--vectors", "/no/such/dir"], "--vectors")])
-def test_bad_options_exit_2_naming_the_option(options, named):
+    (["--examples", "0"], "--examples"), (["--vectors", "/no/such/dir"], "--vectors"),
+    (["--counterexamples", "{file}"], "--counterexamples"), (["--badge", "{file}"], "--badge"),
+    (["--report", "{file}/r.json"], "--report"), (["--junit", "{folder}"], "--junit"),
+    (["--env", "NOT A NAME"], "--env")])
+def test_bad_options_exit_2_naming_the_option(tmp_path, options, named):
+    (tmp_path / "file").write_text("")
+    options = [o.format(file=tmp_path / "file", folder=tmp_path) for o in options]
     run = ctxconf("kernel", *options)
     assert run.returncode == 2 and named in run.stderr and "Traceback" not in run.stderr
 

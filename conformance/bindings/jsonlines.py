@@ -159,7 +159,8 @@ class JsonLinesProcess:
         try:
             raw = self._read_line(wait)
         except TimeoutError:
-            raise HarnessError(f"no answer within {wait:g}s (the per-call timeout; --timeout sets it)") from None
+            raise HarnessError(f"no answer within {wait:g}s (the per-call timeout; --timeout sets it)"
+                               + self._stderr_note()) from None
         if raw is None:
             raise HarnessError(self.died("closed its stdout"))
         try:
