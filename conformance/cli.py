@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,17 +44,41 @@ REFERENCE_PROVIDER = "conformance.reference.filereader:create"
 REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that every `with`
+    unwinds the same way: launched implementations killed, the temporary directory removed."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+UNWIND_SIGNALS = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+
+
+def _terminate(signum: int, frame) -> None:
+    for other in UNWIND_SIGNALS:
+        signal.signal(other, signal.SIG_IGN)  # a second signal must not cut the clean-up short
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    previous = {signum: signal.signal(signum, _terminate) for signum in UNWIND_SIGNALS
+                if threading.current_thread() is threading.main_thread()}  # only the main thread may
     try:
         return args.func(args)
     except (InputError, LaunchError) as exc:
         print(f"ctxconf: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("ctxconf: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(exc, "signum", signal.SIGINT)  # 130, 143 (SIGTERM) or 129 (SIGHUP), as a shell says
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:  # None: installed outside Python, cannot be put back
+                signal.signal(signum, handler)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -352,7 +378,7 @@ def _baseline(path: Path | None, catalog, roles: tuple[str, ...], known_cases: s
         if entry["requirement"] not in requirements:
             raise InputError(str(path), f"{entry['requirement']!r} is not a requirement of this role",
                              f"[{i}].requirement")
-        if "case" in entry and entry["case"] not in known_cases:
+        if "case" in entry and (not isinstance(entry["case"], str) or entry["case"] not in known_cases):
             raise InputError(str(path), f"no case has the id {entry['case']!r}", f"[{i}].case")
     return entries
 

@@ -3,13 +3,17 @@ files it writes (DESIGN §6). Validated on load; a bad manifest is exit 2."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
-from conformance.schemas import check, read_yaml
+from conformance.schemas import InputError, check, read_yaml
 
 DEFAULT_SOURCE = "CONTEXT.md"
 MISSING_SOURCE = "missing-by-design.md"
+PLACEHOLDERS = ("${workdir}", "${source}")
+CASE_STAND_IN = Path("/ctxconf-case")  # the case directory, when a file is checked on load before any exists
 
 
 @dataclass(frozen=True)
@@ -26,18 +30,67 @@ class Manifest:
 
     def configured(self, workdir: Path, source: str, bad: bool = False) -> dict:
         """The config with ${workdir} and ${source} filled in; the bad one points at a missing file."""
-        if bad:
-            template = self.bad_config if self.bad_config is not None else self.config
-            source = source if self.bad_config is not None else MISSING_SOURCE
-        else:
-            template = self.config
-        return _substitute(template, {"${workdir}": str(workdir), "${source}": source})
+        _, template, table = self._template(workdir, source, bad)
+        return _substitute(template, table)
+
+    def paths(self, workdir: Path, source: str, bad: bool = False) -> list[tuple[str, str]]:
+        """(field, value) of each configured value built from a placeholder: a path, which must lead
+        inside the case directory."""
+        name, template, table = self._template(workdir, source, bad)
+        return [(field, _substitute(value, table)) for field, value in _placeholder_strings(template, name)]
+
+    def _template(self, workdir: Path, source: str, bad: bool) -> tuple[str, dict, dict[str, str]]:
+        name, template = "config", self.config
+        if bad and self.bad_config is not None:
+            name, template = "bad_config", self.bad_config
+        elif bad:
+            source = MISSING_SOURCE
+        return name, template, {"${workdir}": str(workdir), "${source}": source}
 
 
 def load(path: Path) -> Manifest:
     doc = read_yaml(path)
     check("manifest.json", doc, str(path))
-    return Manifest(doc["name"], doc.get("kind", "generic"), doc["config"], doc.get("bad_config"), str(path))
+    manifest = Manifest(doc["name"], doc.get("kind", "generic"), doc["config"], doc.get("bad_config"), str(path))
+    # Only values that use a placeholder are taken for paths and confined: a manifest is its author's
+    # description of their own provider's config, whose other values (a model name, a threshold, an
+    # absolute path to a tool of theirs) the suite cannot tell apart from data and does not act on.
+    for bad in (False, True):
+        for field, value in manifest.paths(CASE_STAND_IN, DEFAULT_SOURCE, bad):
+            problem = path_problem(CASE_STAND_IN, value, follow_symlinks=False)
+            if problem:
+                raise InputError(str(path), problem, field)
+    return manifest
+
+
+def path_problem(base: Path, name: str, follow_symlinks: bool = True) -> str | None:
+    """Why base/name does not lead inside base (base itself counts as inside), or None. By its text
+    first: `..` and absolute paths (a provider may clean a path lexically, as Go's filepath.Clean does);
+    then, with follow_symlinks, as the system resolves it, which symlinks in base can redirect."""
+    if "\0" in name:
+        return "a path cannot hold a NUL character"
+    if not Path(os.path.normpath(base / name)).is_relative_to(base):
+        return f"{name!r} leads outside the case directory"
+    if follow_symlinks:
+        try:
+            resolved = (base / name).resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+            return f"{name!r} cannot be resolved: {exc}"
+        if not resolved.is_relative_to(base.resolve()):
+            return f"{name!r} leads outside the case directory through a symlink, to {resolved}"
+    return None
+
+
+def _placeholder_strings(value, field: str) -> Iterator[tuple[str, str]]:
+    """(field path, string) of every string in `value` that uses a placeholder."""
+    if isinstance(value, str) and any(p in value for p in PLACEHOLDERS):
+        yield field, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _placeholder_strings(item, f"{field}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _placeholder_strings(item, f"{field}[{i}]")
 
 
 def _substitute(value, table: dict[str, str]):

@@ -7,6 +7,7 @@ checked here; a failure names the file (or message) and the field path.
 from __future__ import annotations
 
 import json
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,10 @@ def problems(ref: str, data: Any) -> list[tuple[str, str]]:
 
 def check(ref: str, data: Any, source: str) -> None:
     """Raise InputError naming `source` and the field if `data` breaks the schema."""
-    found = problems(ref, data)
+    try:
+        found = problems(ref, data)
+    except RecursionError:  # jsonschema recurses once per level it descends
+        raise InputError(source, "nested too deeply to check") from None
     if found:
         field, message = found[0]
         raise InputError(source, message, field)
@@ -74,17 +78,63 @@ def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     return error
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when PyYAML was built with it
+MAX_FILE_BYTES = 10 * 2**20  # far above any vector, manifest or baseline; bounds what one file can cost
+MAX_DEPTH = 64                 # nesting levels; real files use about ten, and protobuf's JSON reader stops at 100
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's, when PyYAML was built with it
+    """The safe loader, minus aliases. Vectors, manifests and baselines never need them, and an alias
+    bomb (a kilobyte of nested *refs) expands past gigabytes wherever the data is walked. libyaml itself
+    stops nesting at 1000 levels; Python's int() stops at 4300 digits (sys.set_int_max_str_digits)."""
+
+    def construct_object(self, node, deep=False):
+        if node in self.constructed_objects:  # a node met twice: only an alias (or a << merge) does that
+            raise yaml.constructor.ConstructorError(None, None, "this anchored value is reused by an alias "
+                                                    "(*name); aliases are not allowed here", node.start_mark)
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:  # a 5,000-digit int, a 13th month: name the place
+            problem = str(exc).partition("; use sys.")[0]  # Python's advice to raise its limit is not the user's
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
 
 
 def read_yaml(path: Path) -> object:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(str(path), f"larger than {MAX_FILE_BYTES // 2**20} MB; not a file the suite reads")
     try:
-        return yaml.load(text, Loader=_SAFE_LOADER)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    digits = sys.get_int_max_str_digits()
+    try:
+        if digits == 0:  # the limit switched off (PYTHONINTMAXSTRDIGITS=0): int() of 10 MB of digits takes minutes
+            sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
+        doc = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise InputError(str(path), f"not valid YAML: {where}{getattr(exc, 'problem', exc)}") from None
+    except RecursionError:  # the pure-Python loader recurses once per level
+        raise InputError(str(path), "nested too deeply") from None
+    finally:
+        sys.set_int_max_str_digits(digits)
+    if _depth(doc) > MAX_DEPTH:
+        raise InputError(str(path), f"nested more than {MAX_DEPTH} levels deep")
+    return doc
+
+
+def _depth(data: object) -> int:
+    """How deeply lists and mappings nest (without recursing: the data may be as deep as libyaml allows)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in children)
+    return deepest

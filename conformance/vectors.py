@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conformance import paths
 from conformance.catalog import Catalog
+from conformance.engine import provider_driver
 from conformance.schemas import InputError, check, read_yaml
 
 
@@ -46,6 +47,8 @@ def load_file(path: Path, catalog: Catalog, root: Path | None = None) -> Vector:
     _check_citations(doc, catalog, source)
     if role == "kernel":
         _check_kernel_names(doc, source)
+    else:
+        provider_driver.check_vector(doc, source)
     return Vector(doc["id"], doc["title"], tuple(doc["requirements"]), tuple(doc.get("rulings", ())),
                   tuple(doc.get("needs", ())), doc, path)
 

@@ -1,14 +1,16 @@
 """A child process spoken to in JSON lines: the transport under the stdio
 bindings of both roles (DESIGN §5, §6).
 
-The child runs in its own process group, in a per-run working directory,
-with an allow-listed environment; every wait has a deadline; closing always
-leaves nothing running.
+The child runs in its own session, in a per-run working directory, with an
+allow-listed environment; every wait has a deadline; what it writes is read
+within caps; closing always leaves nothing running, not even a descendant
+that left the child's session.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import os
 import select
@@ -16,14 +18,26 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from conformance.bindings.base import HarnessError, LaunchError
 
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV",
                  "PYTHONPATH", "GOCACHE", "GOPATH")
+
+# Caps on what an implementation writes. Replies to the suite's vectors are a few KB; a line of 4 MiB
+# still parses in about 120 MB at worst (`{},` repeated), which keeps the suite under 300 MB.
+MAX_LINE = 4 * 1024 * 1024
+MAX_DEPTH = 64          # nesting of one message: the protocol's shapes need about a dozen levels
+STDERR_LINE = 4096      # bytes kept of one stderr line, and lines kept: at most ~800 KB, however much is written
+STDERR_LINES = 200
+LAUNCH_ENV = "CTXCONF_LAUNCH"  # a token in every launched process's environment: close() finds escapees by it
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def resolve_command(command: str, cwd: Path | None = None) -> list[str]:
@@ -51,6 +65,43 @@ def child_env(workdir: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
     return env
 
 
+_subreaper: int | None = None  # the pid of this process once it is a subreaper: a forked child is not one
+_live: set[int] = set()  # the pids of launched children not yet closed
+
+
+def become_subreaper() -> bool:
+    """Make this process the one that inherits orphans among its descendants (Linux), so a daemonizing
+    grandchild stays in our process tree, where close() finds and reaps it, instead of going to init.
+    Elsewhere close() still kills the child's session and whatever carries its token."""
+    global _subreaper
+    if _subreaper != os.getpid() and sys.platform.startswith("linux"):
+        try:
+            if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+                _subreaper = os.getpid()
+        except (OSError, AttributeError):
+            pass
+    return _subreaper == os.getpid()
+
+
+def _stat(pid: int | str) -> tuple[str, int, int, int, int] | None:
+    """(state, parent, process group, session, start time) of a process; None if it is gone or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()  # the name before it may hold anything
+        return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _process_table() -> dict[int, tuple[str, int, int, int, int]]:
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    table = {int(name): _stat(name) for name in entries if name.isdigit()}
+    return {pid: stat for pid, stat in table.items() if stat is not None}
+
+
 class JsonLinesProcess:
     """The child and its pipes. Its stdout is read in the caller's thread, a line
     at a time with a deadline (no thread hand-off on the hot path); a child that
@@ -62,62 +113,100 @@ class JsonLinesProcess:
         self.command = command
         self.workdir = workdir
         self.timeout = timeout
-        self.env = {**child_env(workdir, env_extra), **(extra_env or {})}
+        self.token = uuid.uuid4().hex
+        self.env = {**child_env(workdir, env_extra), **(extra_env or {}), LAUNCH_ENV: self.token}
         self.process: subprocess.Popen | None = None
         self._buffer = bytearray()
+        self._scanned = 0  # how much of _buffer is known to hold no newline
         self._eof = False
-        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._readers: list[threading.Thread] = []
+        self._closing = threading.Event()
+        self._started = 0  # the child's start time, in clock ticks since boot
 
     def start(self) -> None:
+        become_subreaper()
         try:
             self.process = subprocess.Popen(
                 self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 cwd=self.workdir, env=self.env, start_new_session=True)
         except OSError as exc:
             raise LaunchError(f"cannot start {self.command!r}: {exc.strerror}") from None
-        os.set_blocking(self.process.stdout.fileno(), False)
+        _live.add(self.process.pid)
+        self._started = (_stat(self.process.pid) or ("", 0, 0, 0, 0))[4]
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            os.set_blocking(stream.fileno(), False)
         self._read_in_background(self._read_stderr)
 
     def _read_in_background(self, target) -> None:
         def read() -> None:
             try:
                 target()
-            except (OSError, ValueError):  # the pipe was closed under it: a child that outlived close()
+            except (OSError, ValueError):  # the pipe was closed under it
                 pass
         thread = threading.Thread(target=read, daemon=True)
         self._readers.append(thread)
         thread.start()
 
+    def _chunks(self, stream) -> Iterator[bytes]:
+        """What a pipe delivers until end of output, or until close(): a descendant holding the pipe open
+        never keeps a reader (and so close()) waiting."""
+        fd = stream.fileno()
+        while not self._closing.is_set():
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    return
+                yield chunk
+
     def _read_stderr(self) -> None:
-        assert self.process and self.process.stderr
-        for raw in self.process.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        line = bytearray()  # the line being read, never kept past STDERR_LINE + 1 bytes
+        for chunk in self._chunks(self.process.stderr):
+            *ends, rest = chunk.split(b"\n")
+            for end in ends:
+                self._keep_stderr(line + end)
+                line = bytearray()
+            line += rest[:max(0, STDERR_LINE + 1 - len(line))]
+        if line:
+            self._keep_stderr(line)
+
+    def _keep_stderr(self, raw: bytes) -> None:
+        text = bytes(raw[:STDERR_LINE]).decode("utf-8", "replace").rstrip("\r")
+        self._stderr.append(text + (" [line cut]" if len(raw) > STDERR_LINE else ""))
 
     def drain_stdout(self) -> None:
         """Keep reading stdout in the background so the child never blocks on a full pipe."""
         def drain() -> None:
-            while self._read_line(None) is not None:
+            for _ in self._chunks(self.process.stdout):
                 pass
         self._read_in_background(drain)
 
-    def _read_line(self, timeout: float | None) -> bytes | None:
+    def _read_line(self, timeout: float) -> bytes | None:
         """One line of stdout without its newline; None at end of output; TimeoutError when none comes in time."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = time.monotonic() + timeout
         fd = self.process.stdout.fileno()
         while True:
-            cut = self._buffer.find(b"\n")
+            cut = self._buffer.find(b"\n", self._scanned)
             if cut >= 0:
                 line = bytes(self._buffer[:cut])
                 del self._buffer[:cut + 1]
+                self._scanned = 0
                 return line
+            self._scanned = len(self._buffer)
+            if self._scanned > MAX_LINE:
+                raise HarnessError(f"wrote a line longer than {MAX_LINE} bytes (the suite's cap)")
             if self._eof:
-                return None
-            wait = None if deadline is None else deadline - time.monotonic()
-            if wait is not None and wait <= 0:
+                if not self._buffer:
+                    return None
+                line, self._buffer, self._scanned = bytes(self._buffer), bytearray(), 0
+                return line  # a last line without its newline
+            wait = deadline - time.monotonic()
+            if wait <= 0:
                 raise TimeoutError
-            readable, _, _ = select.select([fd], [], [], wait)
-            if not readable:
+            if not select.select([fd], [], [], wait)[0]:
                 continue
             try:
                 chunk = os.read(fd, 65536)
@@ -127,9 +216,6 @@ class JsonLinesProcess:
                 self._buffer += chunk
             else:
                 self._eof = True
-                if self._buffer:  # a last line without its newline
-                    line, self._buffer = bytes(self._buffer), bytearray()
-                    return line
 
     def stderr(self) -> str:
         return "\n".join(self._stderr)
@@ -139,10 +225,19 @@ class JsonLinesProcess:
         return self.process is not None and self.process.poll() is None
 
     def send(self, message: dict) -> None:
+        """Write one line, giving up after the per-call timeout: a child that stops reading its stdin
+        must not hang the suite once the pipe is full."""
         assert self.process and self.process.stdin
+        data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        deadline = time.monotonic() + self.timeout
         try:
-            self.process.stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-            self.process.stdin.flush()
+            fd = self.process.stdin.fileno()
+            while data:
+                if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
+                    raise HarnessError(f"did not read its stdin within {self.timeout:g}s" + self._stderr_note())
+                data = data[os.write(fd, data):]
+        except BlockingIOError:
+            raise HarnessError(f"did not read its stdin within {self.timeout:g}s") from None
         except (BrokenPipeError, ValueError, OSError):
             raise HarnessError(self.died("closed its stdin")) from None
 
@@ -163,13 +258,33 @@ class JsonLinesProcess:
                                + self._stderr_note()) from None
         if raw is None:
             raise HarnessError(self.died("closed its stdout"))
+        return self._parse(raw)
+
+    def poll(self, wait: float) -> dict | None:
+        """A message if one comes within `wait` seconds; None if none does, or at end of output."""
+        try:
+            raw = self._read_line(wait)
+        except TimeoutError:
+            return None
+        return None if raw is None else self._parse(raw)
+
+    def _parse(self, raw: bytes) -> dict:
+        """One line as a JSON object, within the caps: json's own limits (recursion, the digits of an
+        integer) become the implementation's error, and so does nesting deeper than MAX_DEPTH, which
+        the suite's recursive checks could not follow."""
         try:
             message = json.loads(raw)
+        except RecursionError:
+            raise HarnessError(f"wrote JSON nested too deeply to read: {raw[:60]!r}...") from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             text = raw.decode("utf-8", "replace").strip()
             raise HarnessError(f"wrote a line that is not JSON: {text[:200]!r}{self._stderr_note()}") from None
+        except ValueError as exc:  # an integer longer than sys.get_int_max_str_digits()
+            raise HarnessError(f"wrote JSON the suite cannot read: {exc}: {raw[:100]!r}...") from None
         if not isinstance(message, dict):
             raise HarnessError(f"wrote a JSON line that is not an object: {raw[:200]!r}{self._stderr_note()}")
+        if _deeper_than(message, MAX_DEPTH):
+            raise HarnessError(f"wrote JSON nested deeper than {MAX_DEPTH} levels (the suite's cap): {raw[:100]!r}...")
         return message
 
     def _stderr_note(self) -> str:
@@ -190,32 +305,113 @@ class JsonLinesProcess:
         status = f"exited with code {code}" if code is not None else "is still running"
         return f"the implementation {what} ({status})" + self._stderr_note()
 
-    def close(self, grace: float = 2.0) -> None:
-        """Wait briefly for the child to exit, then kill its whole process group."""
+    def close(self, grace: float = 2.0) -> set[int]:
+        """Wait up to `grace` for the child to exit once its stdin closes, then kill it and everything it
+        started. Returns the processes that had to be killed (the child's own pid among them if it
+        had not exited). Never waits on a pipe a descendant holds open."""
         if not self.process:
-            return
+            return set()
         try:
-            if self.process.stdin:
-                self.process.stdin.close()
+            self.process.stdin.close()
         except OSError:
             pass
         try:
             self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        killed = self._kill_tree()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for reader in self._readers:  # they stop at end of output; closing a pipe under one is a race
+        self._closing.set()
+        for reader in self._readers:  # they stop within 0.2s of _closing; only then are the pipes closed
             reader.join(timeout=1)
         for stream in (self.process.stdout, self.process.stderr):
             try:
-                if stream:
-                    stream.close()
+                stream.close()
             except OSError:
                 pass
+        return killed
+
+    def _kill_tree(self) -> set[int]:
+        """SIGKILL, round by round until none is left running, every process of this launch: the child,
+        what is in its group or session, what descends from those, and whatever carries its token in
+        the environment (as a double-forked, setsid'd daemon still does). The first look is taken
+        before any kill, while the tree still shows who descends from whom."""
+        root, me = self.process.pid, os.getpid()
+        killed: set[int] = set()
+        dead: set[int] = set()  # members already dead: those of them that are ours need reaping too
+        for _ in range(100):  # a process forking while it is killed needs another round; 100 is plenty
+            table = _process_table()
+            members = self._members(table, me)
+            running = {pid for pid in members if table[pid][0] not in "ZX"}
+            dead |= members - running
+            for kill, target in [(os.killpg, root), *((os.kill, pid) for pid in running)]:
+                try:
+                    kill(target, signal.SIGKILL)  # the group kill is all there is without /proc
+                except (ProcessLookupError, PermissionError):
+                    pass
+            killed |= running
+            if not running:
+                break
+            time.sleep(0.01)
+        self._reap((killed | dead) - {root})  # Popen reaps the child itself
+        _live.discard(root)
+        return killed
+
+    @staticmethod
+    def _reap(pids: set[int]) -> None:
+        """Collect the killed orphans the subreaper made ours, so that they do not linger as zombies."""
+        deadline = time.monotonic() + 0.5
+        while pids and time.monotonic() < deadline:
+            for pid in list(pids):
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        pids.discard(pid)
+                except ChildProcessError:  # not our child: its own parent reaps it
+                    pids.discard(pid)
+            time.sleep(0.01 if pids else 0)
+
+    def _members(self, table: dict[int, tuple[str, int, int, int, int]], me: int) -> set[int]:
+        """The processes of this launch that `table` shows. The child's pid is its own until Popen reaps
+        it; its group's and session's ids stay its own for as long as a process uses them; the token is
+        ours alone. An orphan the subreaper gave us, started since the launch and launched by no one
+        else here, escaped this launch (as a double-forked daemon that cleared its environment does)."""
+        root = self.process.pid
+        members = set()
+        for pid, (_, parent, group, session, started) in table.items():
+            child = pid == root and self.process.returncode is None
+            orphan = _subreaper == me and parent == me and pid not in _live and started >= self._started
+            if pid != me and (child or root in (group, session) or orphan or self._carries_token(pid)):
+                members.add(pid)
+        for pid in table:  # and whatever descends from those
+            seen, up = set(), pid
+            while up in table and up not in members and up not in seen and up != me:
+                seen.add(up)
+                up = table[up][1]
+            if up in members:
+                members |= seen
+        return members
+
+    def _carries_token(self, pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                return f"{LAUNCH_ENV}={self.token}".encode() in environ.read().split(b"\0")
+        except OSError:
+            return False
+
+
+def _deeper_than(value, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` deep; without recursion, in memory for the depth only."""
+    stack = [iter((value,))]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, (dict, list)):
+                if len(stack) > limit:
+                    return True
+                stack.append(iter(item.values() if isinstance(item, dict) else item))
+                break
+        else:
+            stack.pop()
+    return False

@@ -37,6 +37,9 @@ def load_factory(target: str):
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise LaunchError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the module's own code failed while it was imported
+        raise LaunchError(f"cannot import {module_name!r}: importing it raised "
+                          f"{type(exc).__name__}: {exc}") from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise LaunchError(f"{module_name!r} has no callable {attr!r}")

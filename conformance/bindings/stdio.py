@@ -10,6 +10,11 @@ from conformance.bindings.base import (CallFailed, Hang, HarnessError, OnCallbac
                                        no_callbacks)
 from conformance.bindings.jsonlines import JsonLinesProcess
 
+# How long the end of a case waits for a stray line. A reply written twice is usually written back to back,
+# so the second is already there; a longer wait would cost every case of every run.
+QUIET_WINDOW = 0.005
+STOP_WAIT = 2.0  # for the answer to stop, and then for the exit
+
 
 class StdioBinding:
     name = "stdio"
@@ -22,7 +27,9 @@ class StdioBinding:
         self.features: tuple[str, ...] = ()
         self.implementation: dict = {}
         self._next_id = 0
+        self._answered: dict[int, str] = {}  # request id: its op, to name a second reply to it
         self.broken = False
+        self.closing_note: str | None = None  # set by close() when the implementation had to be killed
 
     def start(self) -> dict:
         self.process.start()
@@ -41,7 +48,7 @@ class StdioBinding:
             raise HarnessError("the implementation is no longer usable after an earlier error")
         try:
             return self._exchange(op, fields, on_callback)
-        except HarnessError:
+        except (HarnessError, KeyboardInterrupt):  # a reply may still be on its way: nothing more may be sent
             self.broken = True
             raise
 
@@ -60,10 +67,32 @@ class StdioBinding:
                 self.process.send({"cb": message["cb"], **self._answer(on_callback, message)})
                 continue
             if message["id"] != request_id:
-                raise HarnessError(f"answered id {message['id']} while request {request_id} ({op}) was in flight")
+                what = self._second_reply(message) or f"an answer to id {message['id']}"
+                raise HarnessError(f"sent {what} while request {request_id} ({op}) was in flight")
+            self._answered[request_id] = op
             if "error" in message:
                 raise CallFailed.from_json(message["error"])
             return message["result"]
+
+    def _second_reply(self, message: dict) -> str | None:
+        request_id = message.get("id")
+        op = self._answered.get(request_id) if isinstance(request_id, int) else None
+        return f"a second reply to request {request_id} ({op})" if op else None
+
+    def check_quiet(self, wait: float = QUIET_WINDOW) -> None:
+        """At the end of a case: a line written after the last reply (a second reply, say) is this case's
+        error, not a puzzle for the next case. Raises HarnessError."""
+        if self.broken:
+            return
+        try:
+            message = self.process.poll(wait)
+        except HarnessError:
+            self.broken = True
+            raise
+        if message is not None:
+            self.broken = True
+            what = self._second_reply(message) or f"a line after its last reply: {str(message)[:200]}"
+            raise HarnessError(f"the implementation sent {what}")
 
     @staticmethod
     def _answer(on_callback: OnCallback, message: dict) -> dict:
@@ -78,10 +107,24 @@ class StdioBinding:
         return self.process.stderr()
 
     def close(self) -> None:
-        if self.process.alive and not self.broken:
-            try:
+        """Send stop, then close. An implementation that then has to be killed, or leaves processes
+        behind, broke the protocol: closing_note says so, and the connection charges it to the case
+        the binding last served. A broken one is killed without a word: its case already has an error."""
+        asked = answered = False
+        try:
+            if self.process.alive and not self.broken:
                 self.process.send({"id": self._next_id + 1, "op": "stop"})
-                self.process.receive(timeout=2)
-            except (HarnessError, CallFailed):
-                pass
-        self.process.close(grace=0.0 if self.broken else 2.0)  # a broken child gets no second chance
+                asked = True
+                self.process.receive(timeout=STOP_WAIT)
+                answered = True
+        except HarnessError:
+            pass
+        finally:  # even when a signal cuts the stop short
+            # A broken child gets no second chance; one that did not answer stop, a short one.
+            killed = self.process.close(grace=STOP_WAIT if answered else 0.5 if asked else 0.0)
+        root = self.process.process.pid if self.process.process else None
+        if asked and root in killed:
+            self.closing_note = (f"the implementation did not exit after stop"
+                                 f"{'' if answered else ' (which it did not answer either)'}; it was killed")
+        elif asked and killed:
+            self.closing_note = f"after stop, the implementation left {len(killed)} process(es) running; killed"

@@ -4,9 +4,15 @@ replaced after any error, and always closed at the end."""
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
-from conformance.bindings.base import Binding
+from conformance.bindings.base import Binding, CallFailed, HarnessError
+from conformance.engine.results import CaseResult
+
+# After this many launches in a row fail, the rest of the run's cases error at once with the same cause
+# instead of each paying for another launch (and often the whole timeout).
+MAX_LAUNCH_FAILURES = 3
 
 
 class Connection:
@@ -14,25 +20,61 @@ class Connection:
         self.open_binding = open_binding
         self.current: Binding | None = None
         self.hello: dict = {}
+        # The case the current binding last served. What closing it finds (a stop ignored, processes left
+        # behind) is charged to that case, even when the binding is closed at the end of the run: the
+        # report is built from the results after the connection closes.
+        self.case: CaseResult | None = None
+        self._warned: set[str] = set()
+        self.failed_launches = 0
+        self.launch_failure = ""
 
-    def binding(self) -> Binding:
+    def binding(self, case: CaseResult | None = None) -> Binding:
         """A started binding, fresh for this case. Raises HarnessError or LaunchError."""
-        if self.current is not None and ("reload" not in self.current.features or self.current.broken):
+        if self.current is not None and not self._reusable():
             self.discard()
         if self.current is None:
-            binding = self.open_binding()
-            try:
-                self.hello = binding.start()
-            except BaseException:
-                binding.close()
-                raise
-            self.current = binding
+            self.current, self.case = self._launch(), case
+        elif case is not None:  # a caller with no case of its own (the property tests) leaves the last one charged
+            self.case = case
         return self.current
+
+    def _reusable(self) -> bool:
+        return "reload" in self.current.features and not self.current.broken
+
+    def _launch(self) -> Binding:
+        if self.failed_launches >= MAX_LAUNCH_FAILURES:
+            raise HarnessError(f"not launched again after {self.failed_launches} failed launches in a row; "
+                               f"the last one: {self.launch_failure}")
+        binding = self.open_binding()
+        try:
+            self.hello = binding.start()
+        except (HarnessError, CallFailed) as exc:
+            binding.close()
+            self.failed_launches += 1
+            self.launch_failure = str(exc) if isinstance(exc, HarnessError) else f"hello answered {exc}"
+            raise HarnessError(self.launch_failure) from None
+        except BaseException:
+            binding.close()
+            raise
+        self.failed_launches = 0
+        return binding
+
+    def release(self) -> None:
+        """At the end of a case: a binding that will not serve another is closed now, so that what closing
+        finds is in the case's result before it is reported."""
+        if self.current is not None and not self._reusable():
+            self.discard()
 
     def discard(self) -> None:
         if self.current is not None:
-            self.current.close()
-            self.current = None
+            binding, self.current = self.current, None
+            binding.close()
+            note = getattr(binding, "closing_note", None)  # the stdio binding's; see StdioBinding.close
+            if note and self.case is not None:
+                self.case.error = f"{self.case.error}\n{note}" if self.case.error else note
+            elif note and note not in self._warned:  # a binding no case claimed: say so at least, once
+                self._warned.add(note)
+                print(f"ctxconf: warning: {note}", file=sys.stderr)
 
     @property
     def implementation(self) -> dict:

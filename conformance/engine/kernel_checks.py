@@ -242,7 +242,8 @@ class TurnCheck:
         new = self.input["new_messages"]
         candidates = [option + new for option in (self.state.history_options or [self.state.history])]
         self.state.history_options = None
-        calls = self.record.contributes()
+        declared = {p.name for p in self.scenario.providers}  # a call on any other is charged in run()
+        calls = [c for c in self.record.contributes() if c.provider in declared]
         for call in calls:
             if self.scenario.provider(call.provider).compactor and call.request["conversation_history"] in candidates:
                 return call.request["conversation_history"]
@@ -278,13 +279,17 @@ class TurnCheck:
         else:
             self.add("K-TOKEN-BUDGET", 0 <= budget <= fake.cap,
                      f"token_budget {budget} is outside 0..{fake.cap} (R-BUDGET-SMALLER-MODEL)", where)
-        target = request["model_target"]
-        self.add("K-MODEL-TARGET", (target["id"], target["context_window"]) == (self.model.id, self.model.context_window),
-                 f"model_target {target['id']}/{target['context_window']}, but the turn runs on "
-                 f"{self.model.id}/{self.model.context_window}", where)
-        self.add("K-EFFECTIVE-CEILING", target["effective_ceiling"] == self.model.effective_ceiling,
-                 f"effective_ceiling {target['effective_ceiling']}, expected {self.model.effective_ceiling} "
-                 f"(window less reserved output less system overhead)", where)
+        target = request.get("model_target")  # a message field: absent when the kernel left it unset
+        if target is None:
+            self.add("K-MODEL-TARGET", False, "the request has no model_target", where)
+        else:
+            self.add("K-MODEL-TARGET", (target["id"], target["context_window"]) == (self.model.id,
+                                                                                  self.model.context_window),
+                     f"model_target {target['id']}/{target['context_window']}, but the turn runs on "
+                     f"{self.model.id}/{self.model.context_window}", where)
+            self.add("K-EFFECTIVE-CEILING", target["effective_ceiling"] == self.model.effective_ceiling,
+                     f"effective_ceiling {target['effective_ceiling']}, expected {self.model.effective_ceiling} "
+                     f"(window less reserved output less system overhead)", where)
         wrong = [k for k in ("session_id", "parent_session_id", "turn_id", "files_touched", "working_directory")
                  if request[k] != self.input[k]]
         self.add("K-TURN-FIELDS", not wrong, "differs from the turn: " + ", ".join(

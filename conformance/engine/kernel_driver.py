@@ -109,11 +109,20 @@ def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
             else:
                 result = binding.request("count_tokens", {"request": turn.input}, recorder)
                 record.result = _parsed("CountTokensResult", result, "count_tokens")
+        check_quiet(binding)
     except HarnessError as exc:
         transcript.error = str(exc)
     except CallFailed as failure:  # a kernel shim has no business answering an op with an error
         transcript.error = f"the kernel could not perform an op: {failure.code}: {failure.message}"
     return transcript
+
+
+def check_quiet(binding: Binding) -> None:
+    """The case is over: a binding that reads lines (stdio) makes sure nothing came after the last reply,
+    so that a second reply is charged to this case rather than the next. Raises HarnessError."""
+    check = getattr(binding, "check_quiet", None)
+    if check is not None:
+        check()
 
 
 def _check_shape(name: str, result: dict, op: str) -> None:

@@ -9,7 +9,7 @@ from conformance.bindings.base import HarnessError
 from conformance.engine import kernel_checks
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive
-from conformance.engine.results import CaseResult
+from conformance.engine.results import CaseResult, suite_defect
 from conformance.engine.scenario import KernelScenario, from_vector
 from conformance.vectors import Vector
 
@@ -25,7 +25,7 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
     result = CaseResult(case_id, title, requirements, rulings, source=source)
     started = time.perf_counter()
     try:
-        binding = connection.binding()
+        binding = connection.binding(result)  # what closing it finds is charged to this case
     except HarnessError as exc:
         result.error = f"could not start the implementation: {exc}"
         return result
@@ -35,7 +35,11 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
         result.skipped = f"needs {result.needs}, which the {binding.name} binding does not offer"
         return result
     transcript = drive(binding, scenario)
-    findings = kernel_checks.check_case(scenario, transcript)
+    try:
+        findings = kernel_checks.check_case(scenario, transcript)
+    except Exception:
+        result.error = suite_defect("judging this case")
+        return result
     result.findings = [f for f in findings if f.requirement != kernel_checks.HARNESS]
     harness = [f for f in findings if f.requirement == kernel_checks.HARNESS and not f.passed]
     if transcript.error or harness:
@@ -43,6 +47,7 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
         stderr = binding.stderr().strip()
         result.error = "\n".join(messages) + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr and transcript.error else "")
         connection.discard()
+    connection.release()
     result.seconds = time.perf_counter() - started
     return result
 

@@ -8,13 +8,14 @@ Judging the transcript is provider_checks' job.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.bindings.base import Binding, CallFailed, HarnessError
 from conformance.engine import shorthand
-from conformance.manifest import DEFAULT_SOURCE, Manifest
+from conformance.manifest import CASE_STAND_IN, DEFAULT_SOURCE, Manifest, path_problem
 from conformance.schemas import InputError
 from conformance.wire import forms, tokens
 
@@ -41,6 +42,34 @@ class ProviderCase:
     source: str
     steps: tuple[Step, ...]
     applies_to: str = "any"
+
+
+def check_vector(doc: dict, source: str) -> None:
+    """On load, what the schema cannot say, so that a bad vector is exit 2 before anything runs: its
+    paths, and its requests (a figure past the proto's integer ranges passes the schema)."""
+    _check_paths(doc, source)
+    for step in from_vector(doc).steps:
+        if step.kind == "contribute":
+            try:
+                contribute_request(step, 0, CASE_STAND_IN)
+            except forms.WireFormError as exc:
+                raise InputError(source, str(exc), f"steps[{step.index}].contribute") from None
+
+
+def _check_paths(doc: dict, source: str) -> None:
+    """Every path a provider vector names (fixtures, source, delete and write steps) stays inside the case
+    directory. files_touched is not among them: it is data sent to the provider, whose scope checks it must make."""
+    named = [(f"files.{name}", name) for name in doc.get("files") or {}]
+    named += [("source", doc["source"])] if "source" in doc else []
+    for i, step in enumerate(doc["steps"]):
+        named += [(f"steps[{i}].delete", step["delete"])] if "delete" in step else []
+        named += [(f"steps[{i}].write.{name}", name) for name in step.get("write") or {}]
+    for where, name in named:
+        problem = path_problem(CASE_STAND_IN, name, follow_symlinks=False)
+        if problem is None and os.path.normpath(CASE_STAND_IN / name) == str(CASE_STAND_IN):
+            problem = f"{name!r} names the case directory itself, not a file in it"
+        if problem:
+            raise InputError(source, problem, where)
 
 
 def from_vector(doc: dict) -> ProviderCase:
@@ -108,15 +137,19 @@ class SuiteKernel:
 
 def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Path) -> ProviderTranscript:
     transcript = ProviderTranscript(workdir)
-    write_files(workdir, case.files)
     kernel = SuiteKernel()
     steps = (Step("get_capabilities", {}, {}, -1), *case.steps)
     try:
+        if workdir.is_symlink() or workdir.parent.is_symlink() or not workdir.is_dir():  # see case_directory
+            raise HarnessError(f"the case directory {workdir} was replaced, by an implementation?")
+        write_files(workdir, case.files, "files")
         for step in steps:
             record = StepRecord(step)
             transcript.records.append(record)
             kernel.counts = record.counts
             run_step(binding, step, record, kernel, manifest, case, transcript)
+        if hasattr(binding, "check_quiet"):  # nothing after the last reply: see kernel_driver.check_quiet
+            binding.check_quiet()
     except HarnessError as exc:
         transcript.error = str(exc)
     return transcript
@@ -125,19 +158,25 @@ def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Pat
 def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
              case: ProviderCase, transcript: ProviderTranscript) -> None:
     workdir = transcript.workdir
-    source = workdir / case.source
-    record.source_text = source.read_text(encoding="utf-8") if source.is_file() else None
+    source = _confined(workdir, case.source, "the source fixture")
+    record.source_text = source.read_text(encoding="utf-8", errors="replace") if source.is_file() else None
     if step.kind == "delete":
-        (workdir / step.spec).unlink(missing_ok=True)
+        target = _confined(workdir, step.spec, f"steps[{step.index}].delete")
+        try:
+            target.unlink(missing_ok=True)
+        except OSError as exc:
+            raise HarnessError(f"steps[{step.index}].delete: cannot delete {step.spec!r}: {exc.strerror}") from None
         return
     if step.kind == "write":
-        write_files(workdir, step.spec)
+        write_files(workdir, step.spec, f"steps[{step.index}].write")
         return
     if step.kind == "count_tokens":
         kernel.failing = step.spec == "fail"
         return
     if step.kind == "configure":
         config = manifest.configured(workdir, case.source, bad=bool(step.spec.get("bad")))
+        for name, value in manifest.paths(workdir, case.source, bad=bool(step.spec.get("bad"))):
+            _confined(workdir, value, f"the manifest's {name}", file=False)
         if step.spec.get("missing_required"):
             required = _first_required(transcript.capabilities or {}, config)
             if required is None:
@@ -187,20 +226,40 @@ def _first_required(capabilities: dict, config: dict) -> str | None:
     return None
 
 
-def write_files(workdir: Path, files: dict[str, str]) -> None:
-    """Fixture files, never outside the case's directory."""
-    base = workdir.resolve()
+def write_files(workdir: Path, files: dict[str, str], field: str) -> None:
+    """Fixture files (the vector's `field`), never outside the case's directory."""
     for name, text in files.items():
-        target = (base / name).resolve()
-        if not target.is_relative_to(base) or target == base:
-            raise InputError(name, "a fixture path must stay inside the case's working directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target = _confined(workdir, name, field)
+        if target.exists() and not target.is_file():  # writing to a FIFO the implementation made would hang
+            raise HarnessError(f"{field}: {name!r} is not a regular file (the implementation put something there?)")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:  # the implementation made it, or a folder on the way, unwritable
+            raise HarnessError(f"{field}: cannot write {name!r}: {exc.strerror}") from None
+
+
+def _confined(workdir: Path, name: str, what: str, file: bool = True) -> Path:
+    """workdir/name with symlinks followed, checked at the moment of use: the names were checked on load,
+    so only a symlink the implementation made can lead outside now, and that is the case's error."""
+    problem = path_problem(workdir, name)
+    target = (workdir / name).resolve() if problem is None else None
+    if file and target == workdir.resolve():
+        problem = f"{name!r} names the case directory itself"
+    if problem:
+        raise HarnessError(f"{what}: {problem}")
+    return target
 
 
 def case_directory(run_dir: Path, case_id: str) -> Path:
+    """The case's own folder. Nothing is created through a symlink an earlier case's implementation put in
+    its place (or in place of run_dir): drive() then reports the case as an error."""
     folder = run_dir / re.sub(r"[^a-z0-9-]+", "_", case_id)
-    folder.mkdir(parents=True, exist_ok=True)
+    if not (run_dir.is_symlink() or folder.is_symlink()):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass  # something not a directory is in the way: drive() reports it
     return folder
 
 

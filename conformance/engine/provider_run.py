@@ -10,7 +10,7 @@ from conformance.bindings.base import HarnessError
 from conformance.engine import provider_checks
 from conformance.engine.connection import Connection
 from conformance.engine.provider_driver import case_directory, drive, from_vector
-from conformance.engine.results import CaseResult
+from conformance.engine.results import CaseResult, suite_defect
 from conformance.manifest import Manifest
 from conformance.vectors import Vector
 
@@ -42,7 +42,7 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
     result = CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path))
     started = time.perf_counter()
     try:
-        binding = connection.binding()
+        binding = connection.binding(result)  # what closing it finds is charged to this case
     except HarnessError as exc:
         result.error = f"could not start the implementation: {exc}"
         return result
@@ -51,11 +51,15 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
     if reason:
         result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
     else:
-        result.findings = provider_checks.check_case(transcript, manifest)
+        try:
+            result.findings = provider_checks.check_case(transcript, manifest)
+        except Exception:
+            result.error = suite_defect("judging this case")
         if transcript.error:
             stderr = binding.stderr().strip()
             result.error = transcript.error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")
     if transcript.error:
         connection.discard()
+    connection.release()
     result.seconds = time.perf_counter() - started
     return result

@@ -24,10 +24,11 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import HypothesisWarning
 
 from conformance.engine import kernel_checks, provider_checks
+from conformance.bindings.base import HarnessError
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive as drive_kernel
 from conformance.engine.provider_driver import case_directory, drive as drive_provider, from_vector as provider_case
-from conformance.engine.results import CaseResult, Finding
+from conformance.engine.results import CaseResult, Finding, suite_defect
 from conformance.engine.scenario import from_vector as kernel_scenario
 from conformance.manifest import Manifest
 from conformance.properties import strategies
@@ -67,8 +68,8 @@ class _Failed(Exception):
 
 
 class _OutOfTime(BaseException):
-    """Shrinking took long enough: the smallest failure so far is the answer.
-    A BaseException, so that hypothesis lets it through instead of shrinking on."""
+    """Shrinking took long enough (the smallest failure so far is the answer), or the implementation cannot
+    be started at all. A BaseException, so that hypothesis lets it through instead of shrinking on."""
 
 
 @dataclass
@@ -98,7 +99,11 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
             raise _OutOfTime()
         found.examples += 1
-        findings, error = attempt(doc)
+        try:
+            findings, error = attempt(doc)
+        except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
+            found.error = f"could not start the implementation: {exc}"
+            raise _OutOfTime() from None
         failed = [f for f in findings if not f.passed]
         found.exercised.update(f.requirement for f in findings if f.passed)
         if failed or error:
@@ -152,8 +157,12 @@ def provider_property(connection: Connection, run: PropertyRun, manifest: Manife
 
 def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt) -> CaseResult:
     started = time.perf_counter()
-    found = _search(run, strategy, attempt)
     result = CaseResult(case_id, title, source=f"hypothesis, profile {run.profile}, seed {run.seed}")
+    try:
+        found = _search(run, strategy, attempt)
+    except Exception:
+        result.error = suite_defect("generating and judging scenarios")
+        return result
     failing = {f.requirement for f in found.failures}
     result.findings = [Finding(r, True, where=f"{found.examples} examples") for r in sorted(found.exercised - failing)]
     result.findings += found.failures

@@ -139,7 +139,8 @@ class Report:
             return [f"partial run ({self.filtered}): certifies nothing"]
         if verdict == NOT_CONFORMANT:
             return [text for count, text in (
-                (len(self.blocking_failures), f"{_n(self.blocking_failures, 'MUST')} failing"),
+                (len(self.blocking_failures), f"{_n(self.blocking_failures, 'MUST')} failing"
+                 + (" or errored" if any(r.status == ERROR for r in self.blocking_failures) else "")),
                 (len(self.known_failures), f"{_n(self.known_failures, 'known failure')}, baselined"),
                 (len(self.errored_cases), f"{_n(self.errored_cases, 'case')} errored"),
                 (len(self.unattributed), f"{_n(self.unattributed, 'failure')} citing no catalog requirement "

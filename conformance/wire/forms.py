@@ -58,12 +58,15 @@ def parse(type_name: str, data: Any) -> ProtoMessage:
 
 def to_json(message: ProtoMessage) -> dict:
     """The canonical JSON form of any protobuf message."""
-    return json_format.MessageToDict(
-        message,
-        always_print_fields_with_no_presence=True,
-        preserving_proto_field_name=True,
-        unquote_int64_if_possible=True,
-    )
+    try:
+        return json_format.MessageToDict(
+            message,
+            always_print_fields_with_no_presence=True,
+            preserving_proto_field_name=True,
+            unquote_int64_if_possible=True,
+        )
+    except json_format.SerializeToJsonError as exc:  # a NaN or infinity in a Struct: read, but it has no JSON form
+        raise WireFormError(f"not a valid {message.DESCRIPTOR.name}: {exc}") from None
 
 
 def normalize(type_name: str, data: Any) -> dict:

@@ -1,0 +1,72 @@
+"""Input files that would cost unbounded time or memory, or crash the reader, are refused at
+once: exit 2, naming the file, no traceback. Vectors, manifests and baselines share one reader."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.schemas import MAX_DEPTH, MAX_FILE_BYTES
+from tests.conftest import ctxconf
+
+
+def _alias_bomb() -> str:
+    """About 400 bytes that a reader expanding aliases turns into 9**10 strings."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    return "\n".join(lines) + "\n"
+
+
+HOSTILE = {  # name: (file content, words the message must hold)
+    "alias-bomb": (_alias_bomb(), "aliases"),
+    "unclosed-nesting": ("[" * 200_000, "nesting depth"),
+    "deep-nesting": ("x: " + "[" * (MAX_DEPTH + 50) + "]" * (MAX_DEPTH + 50) + "\n", f"more than {MAX_DEPTH}"),
+    "huge-int": ("x: " + "9" * 5000 + "\n", "4300 digits"),
+    "not-utf8": (b"id: \xff\xfe caf\xe9\n", "not UTF-8"),
+    "oversized": ("# padding\n" * (MAX_FILE_BYTES // 10 + 1), "larger than"),
+}
+
+ROLES = {  # how each kind of file reaches the reader
+    "vector": lambda path: ("replay", str(path)),
+    "manifest": lambda path: ("provider", "--manifest", str(path), "--no-properties"),
+    "baseline": lambda path: ("kernel", "--baseline", str(path), "--no-properties"),
+}
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+@pytest.mark.parametrize("hostile", sorted(HOSTILE))
+def test_a_hostile_input_file_is_exit_2_at_once(role, hostile, tmp_path):
+    content, words = HOSTILE[hostile]
+    path = tmp_path / f"{hostile}.yaml"
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    started = time.monotonic()
+    run = ctxconf(*ROLES[role](path), timeout=60)
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert f"ctxconf: error: {path}: " in run.stderr and words in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_the_bundled_files_use_no_aliases_and_stay_shallow():
+    """What the reader refuses, the suite's own files never needed (so the limits cost nothing)."""
+    from conformance import paths
+    from conformance.schemas import read_yaml
+    files = list(paths.VECTORS.rglob("*.yaml")) + list((paths.PACKAGE / "reference" / "manifests").glob("*.yaml"))
+    assert len(files) > 20
+    for path in files:
+        read_yaml(Path(path))
+
+
+def test_a_request_figure_past_the_protos_range_is_refused_on_load(catalog, tmp_path):
+    """The schema says integer; the proto says int32 or int64. A vector asking for more is exit 2 on load,
+    not a crash in the middle of the run."""
+    import yaml
+    from conformance import vectors
+    from conformance.schemas import InputError
+    doc = {"id": "provider/x/y", "title": "t", "requirements": ["P-SOURCE-UNAVAILABLE"],
+           "steps": [{"configure": {}}, {"contribute": {"model_target": {"context_window": 10**30}},
+                                         "expect": {"P-SOURCE-UNAVAILABLE": {"own_sections": {"min": 1}}}}]}
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match=r"steps\[1\]\.contribute: .*context_window"):
+        vectors.load_file(path, catalog)
