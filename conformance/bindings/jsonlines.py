@@ -10,21 +10,19 @@ that left the child's session.
 from __future__ import annotations
 
 import collections
-import ctypes
 import json
 import os
 import select
 import shlex
 import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from conformance.bindings import process_tree
 from conformance.bindings.base import HarnessError, LaunchError
 
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV",
@@ -36,8 +34,6 @@ MAX_LINE = 4 * 1024 * 1024
 MAX_DEPTH = 64          # nesting of one message: the protocol's shapes need about a dozen levels
 STDERR_LINE = 4096      # bytes kept of one stderr line, and lines kept: at most ~800 KB, however much is written
 STDERR_LINES = 200
-LAUNCH_ENV = "CTXCONF_LAUNCH"  # a token in every launched process's environment: close() finds escapees by it
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def resolve_command(command: str, cwd: Path | None = None) -> list[str]:
@@ -65,43 +61,6 @@ def child_env(workdir: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
     return env
 
 
-_subreaper: int | None = None  # the pid of this process once it is a subreaper: a forked child is not one
-_live: set[int] = set()  # the pids of launched children not yet closed
-
-
-def become_subreaper() -> bool:
-    """Make this process the one that inherits orphans among its descendants (Linux), so a daemonizing
-    grandchild stays in our process tree, where close() finds and reaps it, instead of going to init.
-    Elsewhere close() still kills the child's session and whatever carries its token."""
-    global _subreaper
-    if _subreaper != os.getpid() and sys.platform.startswith("linux"):
-        try:
-            if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
-                _subreaper = os.getpid()
-        except (OSError, AttributeError):
-            pass
-    return _subreaper == os.getpid()
-
-
-def _stat(pid: int | str) -> tuple[str, int, int, int, int] | None:
-    """(state, parent, process group, session, start time) of a process; None if it is gone or there is no /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rpartition(b")")[2].split()  # the name before it may hold anything
-        return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _process_table() -> dict[int, tuple[str, int, int, int, int]]:
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return {}
-    table = {int(name): _stat(name) for name in entries if name.isdigit()}
-    return {pid: stat for pid, stat in table.items() if stat is not None}
-
-
 class JsonLinesProcess:
     """The child and its pipes. Its stdout is read in the caller's thread, a line
     at a time with a deadline (no thread hand-off on the hot path); a child that
@@ -114,7 +73,7 @@ class JsonLinesProcess:
         self.workdir = workdir
         self.timeout = timeout
         self.token = uuid.uuid4().hex
-        self.env = {**child_env(workdir, env_extra), **(extra_env or {}), LAUNCH_ENV: self.token}
+        self.env = {**child_env(workdir, env_extra), **(extra_env or {}), process_tree.LAUNCH_ENV: self.token}
         self.process: subprocess.Popen | None = None
         self._buffer = bytearray()
         self._scanned = 0  # how much of _buffer is known to hold no newline
@@ -125,15 +84,14 @@ class JsonLinesProcess:
         self._started = 0  # the child's start time, in clock ticks since boot
 
     def start(self) -> None:
-        become_subreaper()
+        process_tree.become_subreaper()
         try:
             self.process = subprocess.Popen(
                 self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 cwd=self.workdir, env=self.env, start_new_session=True)
         except OSError as exc:
             raise LaunchError(f"cannot start {self.command!r}: {exc.strerror}") from None
-        _live.add(self.process.pid)
-        self._started = (_stat(self.process.pid) or ("", 0, 0, 0, 0))[4]
+        self._started = process_tree.launched(self.process.pid)
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             os.set_blocking(stream.fileno(), False)
         self._read_in_background(self._read_stderr)
@@ -319,7 +277,7 @@ class JsonLinesProcess:
             self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
-        killed = self._kill_tree()
+        killed = process_tree.kill(self.process.pid, self.token, self._started, self.process.returncode is not None)
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -333,74 +291,6 @@ class JsonLinesProcess:
             except OSError:
                 pass
         return killed
-
-    def _kill_tree(self) -> set[int]:
-        """SIGKILL, round by round until none is left running, every process of this launch: the child,
-        what is in its group or session, what descends from those, and whatever carries its token in
-        the environment (as a double-forked, setsid'd daemon still does). The first look is taken
-        before any kill, while the tree still shows who descends from whom."""
-        root, me = self.process.pid, os.getpid()
-        killed: set[int] = set()
-        dead: set[int] = set()  # members already dead: those of them that are ours need reaping too
-        for _ in range(100):  # a process forking while it is killed needs another round; 100 is plenty
-            table = _process_table()
-            members = self._members(table, me)
-            running = {pid for pid in members if table[pid][0] not in "ZX"}
-            dead |= members - running
-            for kill, target in [(os.killpg, root), *((os.kill, pid) for pid in running)]:
-                try:
-                    kill(target, signal.SIGKILL)  # the group kill is all there is without /proc
-                except (ProcessLookupError, PermissionError):
-                    pass
-            killed |= running
-            if not running:
-                break
-            time.sleep(0.01)
-        self._reap((killed | dead) - {root})  # Popen reaps the child itself
-        _live.discard(root)
-        return killed
-
-    @staticmethod
-    def _reap(pids: set[int]) -> None:
-        """Collect the killed orphans the subreaper made ours, so that they do not linger as zombies."""
-        deadline = time.monotonic() + 0.5
-        while pids and time.monotonic() < deadline:
-            for pid in list(pids):
-                try:
-                    if os.waitpid(pid, os.WNOHANG)[0]:
-                        pids.discard(pid)
-                except ChildProcessError:  # not our child: its own parent reaps it
-                    pids.discard(pid)
-            time.sleep(0.01 if pids else 0)
-
-    def _members(self, table: dict[int, tuple[str, int, int, int, int]], me: int) -> set[int]:
-        """The processes of this launch that `table` shows. The child's pid is its own until Popen reaps
-        it; its group's and session's ids stay its own for as long as a process uses them; the token is
-        ours alone. An orphan the subreaper gave us, started since the launch and launched by no one
-        else here, escaped this launch (as a double-forked daemon that cleared its environment does)."""
-        root = self.process.pid
-        members = set()
-        for pid, (_, parent, group, session, started) in table.items():
-            child = pid == root and self.process.returncode is None
-            orphan = _subreaper == me and parent == me and pid not in _live and started >= self._started
-            if pid != me and (child or root in (group, session) or orphan or self._carries_token(pid)):
-                members.add(pid)
-        for pid in table:  # and whatever descends from those
-            seen, up = set(), pid
-            while up in table and up not in members and up not in seen and up != me:
-                seen.add(up)
-                up = table[up][1]
-            if up in members:
-                members |= seen
-        return members
-
-    def _carries_token(self, pid: int) -> bool:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as environ:
-                return f"{LAUNCH_ENV}={self.token}".encode() in environ.read().split(b"\0")
-        except OSError:
-            return False
-
 
 def _deeper_than(value, limit: int) -> bool:
     """Whether lists and objects nest more than `limit` deep; without recursion, in memory for the depth only."""
