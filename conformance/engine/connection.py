@@ -38,6 +38,14 @@ class Connection:
             self.case = case
         return self.current
 
+    def binding_for(self, case: CaseResult) -> Binding | None:
+        """The binding for a case; None, with the case's error said, when it could not be started."""
+        try:
+            return self.binding(case)  # what closing it finds is charged to this case
+        except HarnessError as exc:
+            case.error = f"could not start the implementation: {exc}"
+            return None
+
     def _reusable(self) -> bool:
         return "reload" in self.current.features and not self.current.broken
 

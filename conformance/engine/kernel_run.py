@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from conformance.bindings.base import HarnessError
 from conformance.engine import kernel_checks
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive
@@ -24,10 +23,8 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
                 source: str = "") -> CaseResult:
     result = CaseResult(case_id, title, requirements, rulings, source=source)
     started = time.perf_counter()
-    try:
-        binding = connection.binding(result)  # what closing it finds is charged to this case
-    except HarnessError as exc:
-        result.error = f"could not start the implementation: {exc}"
+    binding = connection.binding_for(result)
+    if binding is None:
         return result
     missing = [n for n in needs if n not in binding.features]
     if missing:
@@ -38,8 +35,7 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
     try:
         findings = kernel_checks.check_case(scenario, transcript)
     except Exception:
-        result.error = suite_defect("judging this case")
-        return result
+        findings, transcript.error = [], suite_defect("judging this case", transcript.error)
     result.findings = [f for f in findings if f.requirement != kernel_checks.HARNESS]
     harness = [f for f in findings if f.requirement == kernel_checks.HARNESS and not f.passed]
     if transcript.error or harness:

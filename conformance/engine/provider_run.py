@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from conformance.bindings.base import HarnessError
 from conformance.engine import provider_checks
 from conformance.engine.connection import Connection
 from conformance.engine.provider_driver import case_directory, drive, from_vector
@@ -41,10 +40,8 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
     case = from_vector(vector.doc)
     result = CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path))
     started = time.perf_counter()
-    try:
-        binding = connection.binding(result)  # what closing it finds is charged to this case
-    except HarnessError as exc:
-        result.error = f"could not start the implementation: {exc}"
+    binding = connection.binding_for(result)
+    if binding is None:
         return result
     transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
     reason = applies(case.applies_to, manifest, transcript.capabilities or {})
@@ -54,7 +51,7 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
         try:
             result.findings = provider_checks.check_case(transcript, manifest)
         except Exception:
-            result.error = suite_defect("judging this case")
+            transcript.error = suite_defect("judging this case", transcript.error)
         if transcript.error:
             stderr = binding.stderr().strip()
             result.error = transcript.error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 PASS, FAIL, ERROR, SKIP, XFAIL, NOT_TESTED = "pass", "fail", "error", "skip", "xfail", "not-tested"
 
 
-def suite_defect(what: str) -> str:
-    """A case error for an exception in the suite's own code: the run still ends with a report, the verdict
-    is never conformant, and the traceback is there to report."""
-    return f"ctxconf failed while {what} (a defect of the suite, not of the implementation; please report it " \
-           f"with this traceback):\n{traceback.format_exc(limit=12)}"
+def suite_defect(what: str, error: str | None = None) -> str:
+    """A case error for an exception in the suite's own code (after the implementation's `error`, if any):
+    the run still ends with a report, the verdict is never conformant, and the traceback is there to report."""
+    return (f"{error}\n" if error else "") + f"ctxconf failed while {what} (a defect of the suite, not of the " \
+        f"implementation; please report it with this traceback):\n{traceback.format_exc(limit=12)}"
 
 
 @dataclass(frozen=True)
