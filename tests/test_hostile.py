@@ -72,15 +72,18 @@ def _descendants(ancestor: int) -> set[int]:
 
 
 def ctxconf_against(tmp_path: Path, shim: str, arg: str = "", cases: str = ONE, timeout: float = 2.0,
-                    interrupt: signal.Signals | None = None) -> Run:
-    """Run ctxconf against a hostile shim; assert that it leaves nothing behind: no process of the run
-    (running, in the test's process tree or anywhere else) and no ctxconf-* temporary directory."""
+                    interrupt: signal.Signals | None = None, role: str = "kernel", launch: str = "--stdio",
+                    extra: tuple[str, ...] = ()) -> Run:
+    """Run `ctxconf ROLE LAUNCH 'python SHIM ARG' EXTRA...` against a hostile shim; assert that it leaves
+    nothing behind: no process of the run (running, in the test's process tree or anywhere else), no
+    ctxconf-* temporary directory, and no unix socket under the run's private TMPDIR, open or on disk."""
     token, tmp, report = uuid.uuid4().hex, tmp_path / "tmp", tmp_path / "report.json"
     tmp.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), "HOSTILE_TOKEN": token}
-    argv = [sys.executable, "-c", MEASURED, "kernel", "--stdio", f"{sys.executable} {HOSTILE / shim} {arg}",
+    argv = [sys.executable, "-c", MEASURED, role, launch, f"{sys.executable} {HOSTILE / shim} {arg}", *extra,
             "--env", "HOSTILE_TOKEN", "-k", cases, "--timeout", str(timeout), "--report", str(report)]
     ours_before = _descendants(os.getpid())
+    assert _unix_sockets(tmp) == set()
     started = time.monotonic()
     process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -98,9 +101,24 @@ def ctxconf_against(tmp_path: Path, shim: str, arg: str = "", cases: str = ONE, 
     assert leftovers == [], f"left running: {leftovers}\n{err}"
     assert _descendants(os.getpid()) - ours_before == set()
     assert list(tmp.glob("ctxconf-*")) == [], "the temporary directory is removed"
+    assert _unix_sockets(tmp) == set(), "no unix socket of the run is left, open or on disk"
     peak = [int(line.split()[1]) for line in err.splitlines() if line.startswith("peak-rss-kb ")]
     cases_run = json.loads(report.read_text())["cases"] if report.exists() else []
     return Run(process.returncode, cases_run, err, seconds, peak[0] / 1024 if peak else 0.0)
+
+
+def _unix_sockets(folder: Path) -> set[str]:
+    """Unix sockets under `folder`: bound ones still open anywhere on the machine (/proc/net/unix names
+    them even once their file is gone), and socket files left on disk."""
+    prefix = str(folder)
+    try:
+        lines = Path("/proc/net/unix").read_text(errors="replace").splitlines()[1:]
+    except OSError:
+        lines = []
+    open_ = {fields[7] for fields in (line.split(None, 7) for line in lines)
+             if len(fields) == 8 and fields[7].startswith(prefix)}
+    on_disk = {str(path) for path in folder.rglob("*") if path.is_socket()}
+    return open_ | on_disk
 
 
 def _when(condition, what: str, within: float = 20.0) -> None:

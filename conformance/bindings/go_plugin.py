@@ -120,6 +120,7 @@ class GoPluginBinding(GrpcProviderBinding):
         if self.channel is not None and self.process.alive:
             try:
                 plugin_pb2_grpc.GRPCControllerStub(self.channel).Shutdown(plugin_pb2.Empty(), timeout=2)
+                self.stopped_by = "GRPCController/Shutdown"  # so it must exit: see close_launched
             except grpc.RpcError:
                 pass
         self.broker_outbox.put(None)

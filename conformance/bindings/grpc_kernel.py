@@ -18,6 +18,7 @@ import grpc
 from google.protobuf import json_format
 
 from conformance.bindings.base import CallFailed, Hang, HarnessError, OnCallback, no_callbacks
+from conformance.bindings.grpc_provider import close_launched
 from conformance.bindings.grpc_wire import SocketDir, abort, failure_from, server, start, wait_ready
 from conformance.bindings.jsonlines import JsonLinesProcess
 from conformance.wire import forms
@@ -111,6 +112,7 @@ class GrpcKernelBinding:
         self.features: tuple[str, ...] = ()
         self.implementation: dict = {}
         self.broken = False
+        self.closing_note: str | None = None  # set by close(): see close_launched
 
     def start(self) -> dict:
         if self.process:
@@ -197,14 +199,19 @@ class GrpcKernelBinding:
         return self.process.stderr() if self.process else ""
 
     def close(self) -> None:
+        """Stop, then close; a launched harness that answered Stop must exit, and leave nothing running
+        (a closing_note otherwise, which the connection charges to the last case, as over stdio)."""
+        stopped = False
         if self.stub is not None and not self.broken:
             try:
                 self.stub.Stop(harness_pb2.StopRequest(), timeout=2)
+                stopped = True
             except grpc.RpcError:
                 pass
         if self.channel is not None:
             self.channel.close()
         self._stop_servers()
         if self.process:
-            self.process.close(grace=0.0 if self.broken else 2.0)
+            note = close_launched(self.process, 0.0 if self.broken else 2.0, "Stop" if stopped else None)
+            self.closing_note = None if self.broken else note
         self.sockets.remove()

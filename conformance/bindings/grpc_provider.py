@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
+from conformance.bindings import process_tree
 from conformance.bindings.base import CallFailed, HarnessError, OnCallback, no_callbacks
 from conformance.bindings.grpc_wire import SocketDir, abort, failure_from, server, start, wait_ready
 from conformance.bindings.jsonlines import JsonLinesProcess
@@ -29,6 +30,24 @@ _OPS = {"get_capabilities": ("GetCapabilities", context_pb2.GetCapabilitiesReque
         "configure": ("Configure", context_pb2.ConfigureRequest),
         "contribute": ("Contribute", context_pb2.ContextRequest),
         "describe": ("Describe", context_pb2.DescribeRequest)}
+
+
+def close_launched(process: JsonLinesProcess, grace: float, stop: str | None = None) -> str | None:
+    """Close a launched server (JsonLinesProcess.close: stdin closed, `grace` to exit, then its whole
+    tree killed) and say what of that broke the protocol, as StdioBinding.close does: a server that
+    answered `stop` (the RPC that asks it to exit) and still had to be killed, and processes left
+    running besides the server and its own session (a daemon that escaped it, or what outlived it).
+    Without a stop RPC, being killed is how a gRPC server ends: that alone is not reported."""
+    root = process.process.pid if process.process else None
+    own = {pid for pid, row in process_tree._process_table().items() if row[3] == root} if root else set()
+    killed = process.close(grace=grace)
+    left = killed - {root} - own if root in killed else killed
+    notes = []
+    if stop and root in killed:
+        notes.append(f"the implementation did not exit within {grace:g}s of {stop}; it was killed")
+    if left:
+        notes.append(f"at close, the implementation left {len(left)} process(es) running besides its server; killed")
+    return "; ".join(notes) or None
 
 
 class _KernelCallbacks(kernel_pb2_grpc.KernelCallbackServiceServicer):
@@ -64,6 +83,8 @@ class GrpcProviderBinding:
         self.features: tuple[str, ...] = ("reload", "real_transport")
         self.implementation: dict = {}
         self.broken = False
+        self.stopped_by: str | None = None  # the stop RPC the server answered at close (go-plugin's Shutdown)
+        self.closing_note: str | None = None  # set by close(): see close_launched
 
     def serve_callbacks(self, address: str) -> None:
         self.callback_server = server()
@@ -122,7 +143,9 @@ class GrpcProviderBinding:
         if self.channel is not None:
             self.channel.close()
         if self.process:
-            self.process.close(grace=0.0 if self.broken else 2.0)
+            # A broken server is killed without a word (its case already has an error), as over stdio.
+            note = close_launched(self.process, 0.0 if self.broken else 2.0, self.stopped_by)
+            self.closing_note = None if self.broken else note
         if self.callback_server is not None:
             self.callback_server.stop(grace=None)
         self.sockets.remove()
