@@ -19,7 +19,7 @@ from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2  # noqa: F401  (registers the google.rpc detail types)
 from grpc_status import rpc_status
 
-from conformance.bindings.base import CallFailed, HarnessError
+from conformance.bindings.base import CallFailed, HarnessError, LaunchError
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
 
@@ -28,17 +28,21 @@ _CONTEXT_ERROR_TYPE = "pluggableharness.context.v1.ContextError"
 
 
 class SocketDir:
-    """A private directory for unix sockets, removed with everything in it. It goes in the system's
-    temporary directory when `parent` is too deep for a socket path (108 bytes at most on Linux)."""
+    """A private directory for unix sockets, removed with everything in it. When `parent` is too deep for
+    a socket path (108 bytes at most on Linux) it goes in the temporary directory, or else in /tmp."""
 
     LONGEST = 100 - len("/ctxconf-sock-xxxxxxxx/") - len("kernel-callback.sock")
 
     def __init__(self, parent: Path | None = None):
-        if parent is not None and len(str(parent.resolve()).encode()) > self.LONGEST:
-            parent = None
-        if parent is not None:
-            parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix="ctxconf-sock-", dir=str(parent) if parent else None))
+        candidates = [p for p in (parent, Path(tempfile.gettempdir()), Path("/tmp")) if p is not None]
+        short = [p for p in candidates if len(str(p.resolve()).encode()) <= self.LONGEST]
+        if not short:
+            raise LaunchError(f"no directory short enough for a unix socket path among {candidates}")
+        try:
+            short[0].mkdir(parents=True, exist_ok=True)
+            self.path = Path(tempfile.mkdtemp(prefix="ctxconf-sock-", dir=str(short[0])))
+        except OSError as exc:
+            raise LaunchError(f"cannot make a directory for unix sockets in {short[0]}: {exc.strerror}") from None
 
     def address(self, name: str) -> str:
         return f"unix:{self.path / (name + '.sock')}"

@@ -207,13 +207,16 @@ class JsonLinesProcess:
             raise HarnessError(f"no output within {timeout:g}s") from None
         return None if raw is None else raw.decode("utf-8", "replace").rstrip("\r")
 
-    def receive(self, timeout: float | None = None) -> dict:
+    def receive(self, timeout: float | None = None, deadline: float | None = None) -> dict:
+        """The next message, within `timeout` seconds, or by the monotonic `deadline` of a whole call."""
         wait = self.timeout if timeout is None else timeout
         try:
-            raw = self._read_line(wait)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError  # even with more lines waiting: a flood of callbacks is no answer
+            raw = self._read_line(wait if deadline is None else deadline - time.monotonic())
         except TimeoutError:
-            raise HarnessError(f"no answer within {wait:g}s (the per-call timeout; --timeout sets it)"
-                               + self._stderr_note()) from None
+            raise HarnessError(f"no answer within {wait:g}s (the per-call timeout, callbacks included; "
+                               "--timeout sets it)" + self._stderr_note()) from None
         if raw is None:
             raise HarnessError(self.died("closed its stdout"))
         return self._parse(raw)

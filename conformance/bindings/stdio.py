@@ -3,6 +3,7 @@ in JSON lines (DESIGN §5, §6). The same framing serves both roles."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from conformance import schemas
@@ -56,8 +57,9 @@ class StdioBinding:
         self._next_id += 1
         request_id = self._next_id
         self.process.send({"id": request_id, "op": op, **fields})
+        deadline = time.monotonic() + self.process.timeout  # for the whole call: endless callbacks end too
         while True:
-            message = self.process.receive()
+            message = self.process.receive(deadline=deadline)
             kind = "Callback" if "cb" in message else "Reply"  # FromShim is one of the two
             found = schemas.problems(f"{self.schema}#/$defs/{kind}", message)
             if found:

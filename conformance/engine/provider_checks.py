@@ -196,9 +196,23 @@ def _truncation_problems(own: list[dict], source: str | None) -> list[str]:
     if own and " ".join(texts) == " ".join(lines):
         return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
                 for s in own if s["truncated"]]
-    runs = {" ".join(lines[i:j]) for i in range(len(lines)) for j in range(i + 1, len(lines) + 1)}
     return [f"section {s['label']!r} is cut inside a line of its source, but says truncated false"
-            for s, text in zip(own, texts) if not s["truncated"] and text not in runs]
+            for s, text in zip(own, texts) if not s["truncated"] and not _whole_lines(text, lines)]
+
+
+def _whole_lines(text: str, lines: list[str]) -> bool:
+    """Whether text is a run of whole consecutive lines (joined by single spaces), found in linear time."""
+    joined, starts, ends, at = " ".join(lines), set(), set(), 0
+    for line in lines:
+        starts.add(at)
+        ends.add(at + len(line))
+        at += len(line) + 1
+    found = joined.find(text) if text else -1
+    while found >= 0:
+        if found in starts and found + len(text) in ends:
+            return True
+        found = joined.find(text, found + 1)
+    return False
 
 
 def history_problems(request: dict, reply: dict) -> list[str]:
