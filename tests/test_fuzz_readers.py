@@ -1,6 +1,7 @@
 """Fuzzing the suite's own readers (the ci hypothesis profile: a small, derandomized budget). Whatever
 a file or a JSON value holds, a reader gives a result or its one documented error: InputError for
-vectors, manifests and baselines, WireFormError for the proto JSON forms. Never anything else."""
+vectors, manifests and baselines, WireFormError for the proto JSON forms, HarnessError for what an
+implementation writes on stdout. Never anything else."""
 
 import math
 
@@ -9,6 +10,8 @@ import yaml
 from hypothesis import example, given, strategies as st
 
 from conformance import catalog as catalog_mod, cli, manifest, paths, vectors
+from conformance.bindings.base import HarnessError
+from conformance.bindings.jsonlines import JsonLinesProcess
 from conformance.schemas import InputError, read_yaml
 from conformance.wire import forms
 
@@ -125,3 +128,27 @@ def _nested(depth: int):
     for _ in range(depth):
         value = {"a": value}
     return value
+
+
+# What a launched implementation may write on stdout: noise, JSON at the reader's limits, lines cut short.
+STDOUT_TOKENS = st.sampled_from([b"{", b"}", b"[" * 300, b"]", b'"id": ', b"9" * 4400, b"\n", b"\r\n", b"\xff",
+                                 b"\x00", b'{"id": 1, "result": {}}\n', b'{"cb": 1, "call": "Contribute"}\n', b"null\n"])
+
+
+@given(output=st.lists(STDOUT_TOKENS | st.binary(max_size=12), max_size=20).map(b"".join))
+def test_json_lines_reader(output, tmp_path_factory):
+    """Each message read from a child's stdout is a JSON object or a HarnessError; the reader ends at the
+    end of output, and closing leaves nothing behind."""
+    folder = tmp_path_factory.mktemp("stdout")
+    (folder / "out").write_bytes(output)
+    process = JsonLinesProcess("cat out", folder, timeout=2.0)
+    process.start()
+    try:
+        for _ in range(len(output) + 1):  # every message takes at least one byte: this reaches the end
+            try:
+                assert isinstance(process.receive(), dict)
+            except HarnessError as exc:
+                if "closed its stdout" in str(exc):
+                    break
+    finally:
+        process.close(grace=0.0)

@@ -249,9 +249,11 @@ class JsonLinesProcess:
         return message
 
     def _stderr_note(self) -> str:
-        """The end of stderr, which often says why stdout went wrong; its reader may lag a moment behind."""
+        """The end of stderr, which often says why stdout went wrong; its reader may lag a moment behind
+        (no longer than until it reaches the end of stderr)."""
         deadline = time.monotonic() + 0.3
-        while not self._stderr and time.monotonic() < deadline:
+        stderr_reader = self._readers[0] if self._readers else None
+        while not self._stderr and time.monotonic() < deadline and stderr_reader and stderr_reader.is_alive():
             time.sleep(0.02)
         tail = self.stderr()[-1500:]
         return f"; stderr ends:\n{tail}" if tail else ""
