@@ -79,7 +79,7 @@ def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
 
 
 MAX_FILE_BYTES = 10 * 2**20  # far above any vector, manifest or baseline; bounds what one file can cost
-MAX_DEPTH = 64                 # nesting levels; real files use about ten, and protobuf's JSON reader stops at 100
+MAX_DEPTH = 64  # nesting levels of a file or a message; real ones use about a dozen, protobuf's JSON reader stops at 100
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's, when PyYAML was built with it
@@ -123,12 +123,12 @@ def read_yaml(path: Path) -> object:
         raise InputError(str(path), "nested too deeply") from None
     finally:
         sys.set_int_max_str_digits(digits)
-    if _depth(doc) > MAX_DEPTH:
+    if depth(doc) > MAX_DEPTH:
         raise InputError(str(path), f"nested more than {MAX_DEPTH} levels deep")
     return doc
 
 
-def _depth(data: object) -> int:
+def depth(data: object) -> int:
     """How deeply lists and mappings nest (without recursing: the data may be as deep as libyaml allows)."""
     deepest, stack = 0, [(data, 1)]
     while stack:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from conformance.bindings import process_tree
 from conformance.bindings.base import HarnessError, LaunchError
+from conformance.schemas import MAX_DEPTH, depth
 
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV",
                  "PYTHONPATH", "GOCACHE", "GOPATH")
@@ -31,7 +32,6 @@ ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT
 # Caps on what an implementation writes. Replies to the suite's vectors are a few KB; a line of 4 MiB
 # still parses in about 120 MB at worst (`{},` repeated), which keeps the suite under 300 MB.
 MAX_LINE = 4 * 1024 * 1024
-MAX_DEPTH = 64          # nesting of one message: the protocol's shapes need about a dozen levels
 STDERR_LINE = 4096      # bytes kept of one stderr line, and lines kept: at most ~800 KB, however much is written
 STDERR_LINES = 200
 
@@ -244,7 +244,7 @@ class JsonLinesProcess:
             raise HarnessError(f"wrote JSON the suite cannot read: {exc}: {raw[:100]!r}...") from None
         if not isinstance(message, dict):
             raise HarnessError(f"wrote a JSON line that is not an object: {raw[:200]!r}{self._stderr_note()}")
-        if _deeper_than(message, MAX_DEPTH):
+        if depth(message) > MAX_DEPTH:
             raise HarnessError(f"wrote JSON nested deeper than {MAX_DEPTH} levels (the suite's cap): {raw[:100]!r}...")
         return message
 
@@ -296,17 +296,3 @@ class JsonLinesProcess:
             except OSError:
                 pass
         return killed
-
-def _deeper_than(value, limit: int) -> bool:
-    """Whether lists and objects nest more than `limit` deep; without recursion, in memory for the depth only."""
-    stack = [iter((value,))]
-    while stack:
-        for item in stack[-1]:
-            if isinstance(item, (dict, list)):
-                if len(stack) > limit:
-                    return True
-                stack.append(iter(item.values() if isinstance(item, dict) else item))
-                break
-        else:
-            stack.pop()
-    return False
