@@ -8,6 +8,9 @@
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
 (or gaps), 2 bad usage or bad input files.
+
+The heavy modules (hypothesis, grpc, the self-test) are imported where they are
+used, so that a run that needs none of them starts in half the time.
 """
 
 from __future__ import annotations
@@ -21,19 +24,19 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from conformance import __version__, catalog as catalog_mod, coverage, manifest as manifest_mod, paths
+from conformance import __version__, catalog as catalog_mod, manifest as manifest_mod, paths
 from conformance import vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, CallFailed, HarnessError, LaunchError
-from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding, parse_cookie
-from conformance.bindings.grpc_kernel import GrpcKernelBinding
-from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
-from conformance import selftest
 from conformance.engine import kernel_run, provider_run
-from conformance.properties.runner import CASE_IDS, PROFILES, PropertyRun, kernel_property, provider_property
+from conformance.properties import CASE_IDS, PROFILES
+
+if TYPE_CHECKING:
+    from conformance.properties.runner import PropertyRun
 from conformance.reports import badge, console, json_report, junit, markdown
 from conformance.reports.progress import RunProgress
 from conformance.reports.verdict import build
@@ -215,8 +218,8 @@ def _role(args: argparse.Namespace, role: str) -> int:
     catalog = catalog_mod.load()
     every = vectors_mod.load_dir(role, catalog, _vectors_dir(args))
     vectors = [v for v in every if not args.filter or args.filter in v.id]
-    run = None if args.no_properties or (args.filter and args.filter not in CASE_IDS[role]) else PropertyRun(
-        profile=args.profile, seed=args.seed, examples=args.examples, counterexamples=args.counterexamples)
+    wanted = not args.no_properties and (not args.filter or args.filter in CASE_IDS[role])
+    run = _property_run(args) if wanted else None
     if not vectors and run is None:
         raise InputError("--filter", f"no case id contains {args.filter!r}")
     scope = [f"-k {args.filter!r}"] if args.filter else []
@@ -252,6 +255,7 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
                 cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases",
                                                  progress.finished)
             if run:
+                from conformance.properties.runner import kernel_property, provider_property
                 progress.starting(f"property tests, profile {run.profile}, seed {run.seed}")
                 cases.append(kernel_property(connection, run) if role == "kernel" else
                              provider_property(connection, run, manifest, Path(workdir) / "properties"))
@@ -275,6 +279,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
     for name in args.env:
         if not name.isidentifier():
             raise InputError("--env", f"{name!r} is not an environment variable name")
+
+
+def _property_run(args: argparse.Namespace) -> PropertyRun:
+    from conformance.properties.runner import PropertyRun
+    return PropertyRun(profile=args.profile, seed=args.seed, examples=args.examples,
+                       counterexamples=args.counterexamples)
 
 
 def _vectors_dir(args: argparse.Namespace) -> Path | None:
@@ -306,6 +316,7 @@ def _manifest(args: argparse.Namespace) -> manifest_mod.Manifest:
 
 
 def _selftest(args: argparse.Namespace) -> int:
+    from conformance import selftest
     started = time.perf_counter()
     outcomes = selftest.run(args.profile, args.seed, args.jobs, args.filter)
     if not outcomes:
@@ -336,6 +347,9 @@ def _check_targets(args: argparse.Namespace) -> None:
 
 def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
     """The binding's name and a function opening a fresh binding to the target."""
+    from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding, parse_cookie
+    from conformance.bindings.grpc_kernel import GrpcKernelBinding
+    from conformance.bindings.grpc_provider import GrpcProviderBinding
     if getattr(args, "plugin", None):
         if protocol == KERNEL_PROTOCOL:
             raise InputError("--plugin", "launches provider plugins; a kernel vector needs another target")
@@ -407,6 +421,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _requirements(args: argparse.Namespace) -> int:
+    from conformance import coverage
     catalog = catalog_mod.load()
     matrix = coverage.build(catalog, _vectors_dir(args))
     print(coverage.render(matrix))
