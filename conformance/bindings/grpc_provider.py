@@ -39,7 +39,7 @@ def close_launched(process: JsonLinesProcess, grace: float, stop: str | None = N
     running besides the server and its own session (a daemon that escaped it, or what outlived it).
     Without a stop RPC, being killed is how a gRPC server ends: that alone is not reported."""
     root = process.process.pid if process.process else None
-    own = {pid for pid, row in process_tree._process_table().items() if row[3] == root} if root else set()
+    own = {pid for pid, row in process_tree.process_table().items() if row[3] == root} if root else set()
     killed = process.close(grace=grace)
     left = killed - {root} - own if root in killed else killed
     notes = []

@@ -43,7 +43,7 @@ def stat(pid: int | str) -> tuple[str, int, int, int, int] | None:
         return None
 
 
-def _process_table() -> dict[int, tuple[str, int, int, int, int]]:
+def process_table() -> dict[int, tuple[str, int, int, int, int]]:
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -67,7 +67,7 @@ def kill(root: int, token: str, started: int, child_exited: bool) -> set[int]:
     killed: set[int] = set()
     dead: set[int] = set()  # members already dead: those of them that are ours need reaping too
     for _ in range(100):  # a process forking while it is killed needs another round; 100 is plenty
-        table = _process_table()
+        table = process_table()
         members = _members(table, me, root, token, started, child_exited)
         running = {pid for pid in members if table[pid][0] not in "ZX"}
         dead |= members - running
