@@ -54,5 +54,16 @@ def sleeper(*marks: str) -> list[str]:
     return [sys.executable, "-c", "import time; time.sleep(240)", TOKEN, *marks]
 
 
+def daemonize() -> None:
+    """A daemon (double fork, setsid, environment cleared) holding stdout and stderr open."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            command = sleeper("daemon")
+            os.execve(command[0], command, {})  # no token in its environment: only the subreaper finds it
+        os._exit(0)
+    os.wait()
+
+
 def hang() -> None:
     time.sleep(300)

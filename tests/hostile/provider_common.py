@@ -9,20 +9,11 @@ kernel shims (common.py), the suite hands it $HOSTILE_TOKEN through --env.
 import json
 import sys
 
-from common import ARG, TOKEN, hang, send, sleeper, write  # noqa: F401  (for the shims)
+from common import ARG, TOKEN, call, daemonize, hang, send, sleeper, write  # noqa: F401  (for the shims)
 from conformance.bindings.base import CallFailed
 from conformance.reference.filereader import create
 
 ARGS = sys.argv[1:]
-
-
-def call(name, provider, request):
-    """A CountTokens callback, answered by the suite."""
-    send({"cb": 1, "call": name, "request": request})
-    answer = json.loads(sys.stdin.readline())
-    if "error" in answer:
-        raise CallFailed.from_json(answer["error"])
-    return answer["result"]
 
 
 def serve(misbehave=lambda op, fields, reply: False) -> None:

@@ -2,19 +2,7 @@
 open, then behaves; with ARG `hang`, it then hangs instead. Closing must neither wait for the daemon nor
 leave it running. (As setsid_grandchild.py does for a kernel; that one cannot be imported: it serves.)"""
 
-import os
-
-from provider_common import ARG, hang, serve, sleeper
-
-
-def daemonize() -> None:
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            command = sleeper("daemon")
-            os.execve(command[0], command, {})  # no token in its environment: only the subreaper finds it
-        os._exit(0)
-    os.wait()
+from provider_common import ARG, daemonize, hang, serve
 
 
 def misbehave(op, fields, reply):
