@@ -231,7 +231,10 @@ def _role(args: argparse.Namespace, role: str) -> int:
 def _replay(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
     vector = vectors_mod.load_file(args.file, catalog)
-    return _certify(args, vector.id.split("/")[0], catalog, [vector], None, f"replay of {vector.id}", {vector.id})
+    role = vector.id.split("/")[0]
+    # A project's baseline names cases of the whole suite, not just the one replayed.
+    known_cases = {v.id for v in vectors_mod.load_dir(role, catalog)} | {vector.id, CASE_IDS[role]}
+    return _certify(args, role, catalog, [vector], None, f"replay of {vector.id}", known_cases)
 
 
 def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None,
@@ -262,7 +265,7 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
                 progress.finished(cases[-1])
             implementation = connection.implementation
     report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
-                   seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args, role))
+                   seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
     return _emit(report, args)
 
 
@@ -277,7 +280,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         if path is not None and path.parent.exists() and not path.parent.is_dir():
             raise InputError(option, f"{path.parent} is not a directory")
     for name in args.env:
-        if not name.isidentifier():
+        if not name or "=" in name or "\0" in name:
             raise InputError("--env", f"{name!r} is not an environment variable name")
 
 
@@ -293,14 +296,12 @@ def _vectors_dir(args: argparse.Namespace) -> Path | None:
     return args.vectors
 
 
-def _target_argv(args: argparse.Namespace, role: str) -> list[str]:
+def _target_argv(args: argparse.Namespace) -> list[str]:
     """The options that name the target and how to reach it, as given: what a rerun of one case needs."""
     argv = []
     for name in ("python", "stdio", "grpc", "grpc_cmd", "plugin", "callback", "cookie", "manifest", "vectors"):
         if getattr(args, name, None) is not None:
             argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-    if role == "provider" and not _has_target(args):
-        argv += ["--manifest", str(REFERENCE_MANIFEST)] if args.manifest is None else []
     for name, default in (("timeout", 10.0), ("handshake_timeout", 60.0)):
         if getattr(args, name, default) != default:
             argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]

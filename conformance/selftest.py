@@ -86,7 +86,6 @@ class Outcome:
     why: dict[str, str] = field(default_factory=dict)   # requirement -> the first failure reported for it
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    verdict: str = ""
     unexercised: list[str] = field(default_factory=list)  # MUSTs that applied and were never judged
     killed_by: set[str] = field(default_factory=set)      # the vectors that failed it on what it breaks
 
@@ -167,7 +166,7 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
     outcome.by_properties = _failed(generated)
     roles = catalog_mod.KERNEL_ROLES if subject.role == "kernel" else catalog_mod.PROVIDER_ROLES
     report = build(catalog_mod.load(), roles, subject.role, [*cases, *generated], subject.binding, {}, 0.0)
-    outcome.verdict, outcome.unexercised = report.verdict, [r.id for r in report.unexercised]
+    outcome.unexercised = [r.id for r in report.unexercised]
     for case in [*cases, *generated]:
         for finding in case.failures():
             outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")

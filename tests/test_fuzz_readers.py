@@ -150,5 +150,8 @@ def test_json_lines_reader(output, tmp_path_factory):
             except HarnessError as exc:
                 if "closed its stdout" in str(exc):
                     break
+                assert "no answer within" not in str(exc), "cat wrote all it had: the reader lost the end"
+        else:
+            pytest.fail("the reader never reported the end of output")
     finally:
         process.close(grace=0.0)

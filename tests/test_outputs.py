@@ -141,7 +141,7 @@ def test_a_property_failure_is_shown_whole_with_its_counterexample_and_rerun(tmp
     (["--examples", "0"], "--examples"), (["--vectors", "/no/such/dir"], "--vectors"),
     (["--counterexamples", "{file}"], "--counterexamples"), (["--badge", "{file}"], "--badge"),
     (["--report", "{file}/r.json"], "--report"), (["--junit", "{folder}"], "--junit"),
-    (["--env", "NOT A NAME"], "--env")])
+    (["--env", "NAME=VALUE"], "--env")])
 def test_bad_options_exit_2_naming_the_option(tmp_path, options, named):
     (tmp_path / "file").write_text("")
     options = [o.format(file=tmp_path / "file", folder=tmp_path) for o in options]

@@ -170,7 +170,9 @@ class Checker:
         did it summarize anything (a rewrite that is not the original cut short, or new text of its own),
         or only cut and drop?"""
         over = sum(tokens.suite_tokenizer_count(p["content"]) for p in prior) > budget
-        if budget < SUMMARY_ROOM or not over or sections == prior:
+        def texts(chain: list[dict]) -> list[tuple]:  # the chain as text: recounted figures change nothing
+            return [(s["provider"], s["label"], tokens.text_of(s["content"])) for s in chain]
+        if budget < SUMMARY_ROOM or not over or texts(sections) == texts(prior):
             return
         originals = {(p["provider"], p["label"]): tokens.text_of(p["content"]) for p in prior}
         summarized = False

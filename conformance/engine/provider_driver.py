@@ -15,12 +15,12 @@ from pathlib import Path
 
 from conformance.bindings.base import Binding, CallFailed, HarnessError
 from conformance.engine import shorthand
+from conformance.engine.kernel_driver import check_quiet
 from conformance.manifest import CASE_STAND_IN, DEFAULT_SOURCE, Manifest, path_problem
 from conformance.schemas import MAX_FILE_BYTES, InputError
 from conformance.wire import forms, tokens
 
 SESSION_ID = "01JDCTXCONFPROVIDERSESSION1"
-MAX_SOURCE = MAX_FILE_BYTES  # a fixture comes from a vector file, which may not be larger
 DEFAULT_MODEL = {"id": "suite-model", "context_window": 200000, "effective_ceiling": 176000}
 DEFAULT_FILES = {DEFAULT_SOURCE: "# Project context\n\nThis repository uses tabs for indentation.\n\n"
                                   "Run the tests with make test before every commit.\n"}
@@ -151,8 +151,7 @@ def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Pat
             kernel.counts = record.counts
             run_step(binding, step, record, kernel, manifest, case, transcript)
             record.finished = True
-        if hasattr(binding, "check_quiet"):  # nothing after the last reply: see kernel_driver.check_quiet
-            binding.check_quiet()
+        check_quiet(binding)
     except HarnessError as exc:
         transcript.error = str(exc)
         if transcript.records and not transcript.records[-1].finished:
@@ -164,9 +163,9 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
              case: ProviderCase, transcript: ProviderTranscript) -> None:
     workdir = transcript.workdir
     source = _confined(workdir, case.source, "the source fixture")
-    if source.is_file() and source.stat().st_size > MAX_SOURCE:
+    if source.is_file() and source.stat().st_size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
         raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
-                           f"wrote at most {MAX_SOURCE} (did the implementation write over it?)")
+                           f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
     record.source_text = source.read_text(encoding="utf-8", errors="replace") if source.is_file() else None
     if step.kind == "delete":
         target = _confined(workdir, step.spec, f"steps[{step.index}].delete")
