@@ -187,3 +187,13 @@ def test_the_provider_reference_rerun_names_its_manifest(tmp_path):
     assert run.returncode == 1
     line = next(line for line in run.stdout.splitlines() if "rerun:" in line)
     assert f"--manifest {MANIFESTS / 'filereader.yaml'}" in line
+
+
+def test_a_replay_accepts_a_baseline_that_names_other_cases(tmp_path):
+    from conformance import paths
+    baseline = tmp_path / "baseline.yaml"
+    baseline.write_text(yaml.safe_dump([{"requirement": "KC-STABILITY-ORDER-WARN",
+                                         "case": "kernel/config/dynamic-before-static-warned-not-reordered"}]))
+    vector = paths.VECTORS / "kernel/budget/exactly-at-budget-kept.yaml"
+    run = ctxconf("replay", str(vector), "--baseline", str(baseline))
+    assert run.returncode == 0, run.stderr
