@@ -10,7 +10,7 @@ import textwrap
 from typing import TextIO
 
 from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult
-from conformance.reports.verdict import CONFORMANT, Report, RequirementResult
+from conformance.reports.verdict import CONFORMANT, Report, RequirementResult, plural
 
 _MARK = {PASS: "pass ", FAIL: "FAIL ", ERROR: "ERROR", SKIP: "skip ", XFAIL: "xfail", NOT_TESTED: "  -  "}
 _SHOWN = 3  # failing cases shown per requirement without -v
@@ -31,10 +31,6 @@ def _wrap(text: str, first: str, rest: str, stream: TextIO) -> str:
         return first + text
     width = max(shutil.get_terminal_size().columns, len(first) + 30)
     return textwrap.fill(text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = False,
@@ -69,8 +65,8 @@ def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = Fa
     for entry in report.stale:
         out(f"  stale baseline entry (now passes): {entry}")
     cases, reqs = report.case_counts(), report.counts()
-    out(f"\n{_plural(len(report.cases), 'case')}: " + ", ".join(f"{n} {s}" for s, n in sorted(cases.items())) +
-        f"; {_plural(len(report.requirements), 'requirement')}: " +
+    out(f"\n{plural(len(report.cases), 'case')}: " + ", ".join(f"{n} {s}" for s, n in sorted(cases.items())) +
+        f"; {plural(len(report.requirements), 'requirement')}: " +
         ", ".join(f"{n} {s}" for s, n in sorted(reqs.items())) + f"; {report.seconds:.1f}s")
     if report.warnings:
         out("warnings (SHOULD): " + ", ".join(r.id for r in report.warnings))
@@ -86,8 +82,8 @@ def _requirement(r: RequirementResult, report: Report, out, stream: TextIO, verb
         mark = _color(mark, "31" if r.requirement.blocking else "33", stream)
     ran = len(r.cases) - len(r.skipped)
     if r.cases:
-        note = f"  ({_plural(ran, 'case')}, {len(r.skipped)} skipped)" if r.skipped and ran else \
-            f"  ({len(r.skipped)} skipped)" if r.skipped else f"  ({_plural(ran, 'case')})"
+        note = f"  ({plural(ran, 'case')}, {len(r.skipped)} skipped)" if r.skipped and ran else \
+            f"  ({len(r.skipped)} skipped)" if r.skipped else f"  ({plural(ran, 'case')})"
     else:
         note = "  (not testable: " + r.requirement.reason + ")" if not r.requirement.testable else ""
     head = f"  {mark} {r.id:<32} {r.requirement.level:<8} "
@@ -108,7 +104,7 @@ def _requirement(r: RequirementResult, report: Report, out, stream: TextIO, verb
             out(_wrap(f"{where}: {finding.message}", _INDENT, _INDENT + "  ", stream))
         _rerun(case, report, out)
     if len(by_case) > len(shown):
-        out(f"{_INDENT}... and {_plural(len(by_case) - len(shown), 'more case')}: "
+        out(f"{_INDENT}... and {plural(len(by_case) - len(shown), 'more case')}: "
             + ", ".join(list(by_case)[len(shown):]) + " (-v shows their failures)")
     for case_id in r.errors[:2]:
         out(f"{_INDENT}{case_id}: error (see below)")

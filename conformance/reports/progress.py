@@ -4,7 +4,6 @@ a live bar on a terminal (rich), one plain line per case in a CI log."""
 from __future__ import annotations
 
 import sys
-from typing import TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,13 +12,13 @@ from conformance.engine.results import CaseResult
 
 
 class RunProgress:
-    def __init__(self, total: int, stream: TextIO | None = None, quiet: bool = False):
-        self.total, self.done, self.quiet = total, 0, quiet
-        self.console = Console(file=stream or sys.stderr, highlight=False, markup=False)
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+        self.console = Console(file=sys.stderr, highlight=False, markup=False)
         self.live = None
 
     def __enter__(self) -> RunProgress:
-        if self.console.is_terminal and not self.quiet:
+        if self.console.is_terminal:
             self.live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=self.console, transient=True)
             self.live.start()
@@ -34,13 +33,13 @@ class RunProgress:
         """A long step with no cases to count, such as the property tests."""
         if self.live:
             self.live.update(self.task, description=what)
-        elif not self.quiet:
+        else:
             self.console.print(f"[{self.done + 1}/{self.total}] {what} ...", soft_wrap=True)
 
     def finished(self, case: CaseResult) -> None:
         self.done += 1
         if self.live:
             self.live.update(self.task, advance=1, description=case.id)
-        elif not self.quiet:
+        else:
             self.console.print(f"[{self.done}/{self.total}] {case.status:<5} {case.id} ({case.seconds:.2f}s)",
                                soft_wrap=True)

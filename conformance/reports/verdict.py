@@ -139,11 +139,11 @@ class Report:
             return [f"partial run ({self.filtered}): certifies nothing"]
         if verdict == NOT_CONFORMANT:
             return [text for count, text in (
-                (len(self.blocking_failures), f"{_n(self.blocking_failures, 'MUST')} failing"
+                (len(self.blocking_failures), f"{plural(len(self.blocking_failures), 'MUST')} failing"
                  + (" or errored" if any(r.status == ERROR for r in self.blocking_failures) else "")),
-                (len(self.known_failures), f"{_n(self.known_failures, 'known failure')}, baselined"),
-                (len(self.errored_cases), f"{_n(self.errored_cases, 'case')} errored"),
-                (len(self.unattributed), f"{_n(self.unattributed, 'failure')} citing no catalog requirement "
+                (len(self.known_failures), f"{plural(len(self.known_failures), 'known failure')}, baselined"),
+                (len(self.errored_cases), f"{plural(len(self.errored_cases), 'case')} errored"),
+                (len(self.unattributed), f"{plural(len(self.unattributed), 'failure')} citing no catalog requirement "
                  "(a defect of the suite)")) if count]
         if verdict == INCOMPLETE:
             return ["never exercised: " + ", ".join(r.id for r in self.unexercised)]
@@ -223,8 +223,8 @@ def build(catalog: Catalog, roles: tuple[str, ...], role: str, cases: list[CaseR
                   filtered=filtered, xfailed=xfailed, unattributed=unattributed, rerun_options=rerun_options)
 
 
-def _n(items: list, noun: str) -> str:
-    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _listed(expected: list[dict], requirement: str, case: str) -> int | None:
