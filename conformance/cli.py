@@ -145,12 +145,15 @@ def _target_options(parser: argparse.ArgumentParser, role: str) -> None:
     target.add_argument("--grpc-cmd", metavar="CMD", help="launch a gRPC server; it listens on $CTXCONF_LISTEN" +
                         ("" if role == "kernel" else
                          " (a provider finds the suite's KernelCallbackService at $CTXCONF_KERNEL_CALLBACK)"))
+    parser.add_argument("--cookie", metavar="KEY=VALUE", help="with --plugin or --launch-plugins: the magic cookie "
+                        "the plugins expect (default: the pluggableharness kernel's)")
+    if role != "provider":
+        parser.add_argument("--launch-plugins", action="store_true", help="the kernel launches the fake providers "
+                            "itself, as go-plugin plugins: Load names a command for each instead of an address")
     if role == "kernel":
         return
     target.add_argument("--plugin", metavar="CMD", help="launch a plugin binary as a hashicorp/go-plugin host does")
     parser.add_argument("--callback", metavar="ADDR", help="with --grpc: where the suite serves KernelCallbackService")
-    parser.add_argument("--cookie", metavar="KEY=VALUE", help="with --plugin: the magic cookie the plugin expects "
-                        "(default: the pluggableharness kernel's)")
     parser.add_argument("--handshake-timeout", type=_seconds, default=60.0, metavar="SECONDS",
                         help="with --plugin: how long to wait for the handshake line (default: 60)")
     parser.add_argument("--manifest", type=Path, metavar="FILE",
@@ -302,6 +305,8 @@ def _target_argv(args: argparse.Namespace) -> list[str]:
     for name in ("python", "stdio", "grpc", "grpc_cmd", "plugin", "callback", "cookie", "manifest", "vectors"):
         if getattr(args, name, None) is not None:
             argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    if getattr(args, "launch_plugins", False):
+        argv.append("--launch-plugins")
     for name, default in (("timeout", 10.0), ("handshake_timeout", 60.0)):
         if getattr(args, name, default) != default:
             argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
@@ -348,6 +353,16 @@ def _check_targets(args: argparse.Namespace) -> None:
 
 def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
     """The binding's name and a function opening a fresh binding to the target."""
+    name, open_binding = _plain_opener(args, protocol, schema, reference, workdir)
+    if not getattr(args, "launch_plugins", False) or protocol != KERNEL_PROTOCOL:
+        return name, open_binding
+    from conformance.bindings.go_plugin import DEFAULT_COOKIE, parse_cookie
+    from conformance.bindings.launch_plugins import LaunchingKernel
+    cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
+    return f"{name}+plugins", lambda: LaunchingKernel(open_binding(), workdir, args.timeout, cookie)
+
+
+def _plain_opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
     from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding, parse_cookie
     from conformance.bindings.grpc_kernel import GrpcKernelBinding
     from conformance.bindings.grpc_provider import GrpcProviderBinding

@@ -35,6 +35,15 @@ class CallFailed(Exception):
                    details if isinstance(details, list) else None)
 
 
+class Crash(CallFailed):
+    """The callee's process dies in the middle of the call. A launched plugin
+    exits on the spot; elsewhere the caller gets what its transport would then
+    report: UNAVAILABLE, with no ContextError (R-PLUGIN-CRASH)."""
+
+    def __init__(self) -> None:
+        super().__init__("UNAVAILABLE", "the provider's process died during the call")
+
+
 class Hang(Exception):
     """The callee never answers. A binding that cannot hold a call open answers
     DEADLINE_EXCEEDED instead, as the caller's transport would after its deadline.

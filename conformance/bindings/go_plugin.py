@@ -54,13 +54,45 @@ def parse_handshake(line: str) -> str:
     raise HarnessError(f"handshake network {network!r}; expected unix or tcp")
 
 
-def _consume(stream) -> None:
-    """Read what the plugin sends on the broker stream (knock acks) until it closes."""
-    try:
-        for _ in stream:
+def host_env(cookie: tuple[str, str], socket_dir: str) -> dict[str, str]:
+    """What a go-plugin host adds to a plugin's environment (no AutoMTLS: see WIRE.md)."""
+    return {cookie[0]: cookie[1], "PLUGIN_PROTOCOL_VERSIONS": PROTOCOL_VERSION,
+            "PLUGIN_MIN_PORT": "10000", "PLUGIN_MAX_PORT": "25000", "PLUGIN_UNIX_SOCKET_DIR": socket_dir}
+
+
+class BrokerOffer:
+    """The host side of broker.AcceptAndServe(id, ...): announce, on the plugin's GRPCBroker stream,
+    where a host service listens. The stream stays open until close()."""
+
+    def __init__(self, channel: grpc.Channel):
+        self.outbox: queue.Queue = queue.Queue()
+        stream = plugin_pb2_grpc.GRPCBrokerStub(channel).StartStream(iter(self.outbox.get, None))
+        threading.Thread(target=self._consume, args=(stream,), daemon=True).start()
+
+    def offer(self, service_id: int, unix_address: str) -> None:
+        self.outbox.put(plugin_pb2.ConnInfo(service_id=service_id, network="unix",
+                                            address=unix_address.removeprefix("unix:")))
+
+    def close(self) -> None:
+        self.outbox.put(None)
+
+    @staticmethod
+    def _consume(stream) -> None:
+        """Read what the plugin sends on the broker stream (knock acks) until it closes."""
+        try:
+            for _ in stream:
+                pass
+        except grpc.RpcError:
             pass
+
+
+def shutdown(channel: grpc.Channel) -> bool:
+    """GRPCController/Shutdown: whether the plugin took it. The host then waits about 2s before a kill."""
+    try:
+        plugin_pb2_grpc.GRPCControllerStub(channel).Shutdown(plugin_pb2.Empty(), timeout=2)
+        return True
     except grpc.RpcError:
-        pass
+        return False
 
 
 class GoPluginBinding(GrpcProviderBinding):
@@ -70,11 +102,8 @@ class GoPluginBinding(GrpcProviderBinding):
                  handshake_timeout: float = 60.0, env_extra: tuple[str, ...] = ()):
         super().__init__(workdir, timeout)
         self.handshake_timeout = handshake_timeout
-        plugin_env = {cookie[0]: cookie[1], "PLUGIN_PROTOCOL_VERSIONS": PROTOCOL_VERSION,
-                      "PLUGIN_MIN_PORT": "10000", "PLUGIN_MAX_PORT": "25000",
-                      "PLUGIN_UNIX_SOCKET_DIR": str(self.sockets.path)}
-        self.process = JsonLinesProcess(command, workdir, timeout, env_extra, plugin_env)
-        self.broker_outbox: queue.Queue = queue.Queue()
+        self.process = JsonLinesProcess(command, workdir, timeout, env_extra, host_env(cookie, str(self.sockets.path)))
+        self.broker: BrokerOffer | None = None
         self.stdio: list[bytes] = []
 
     def start(self) -> dict:
@@ -98,11 +127,8 @@ class GoPluginBinding(GrpcProviderBinding):
         return line
 
     def _offer_callback_channel(self) -> None:
-        """The host side of broker.AcceptAndServe(1, ...): announce where KernelCallbackService listens."""
-        address = self.callback_address.removeprefix("unix:")
-        self.broker_outbox.put(plugin_pb2.ConnInfo(service_id=CALLBACK_BROKER_ID, network="unix", address=address))
-        stream = plugin_pb2_grpc.GRPCBrokerStub(self.channel).StartStream(iter(self.broker_outbox.get, None))
-        threading.Thread(target=_consume, args=(stream,), daemon=True).start()
+        self.broker = BrokerOffer(self.channel)
+        self.broker.offer(CALLBACK_BROKER_ID, self.callback_address)
 
     def _drain_stdio(self) -> None:
         try:
@@ -117,11 +143,8 @@ class GoPluginBinding(GrpcProviderBinding):
 
     def close(self) -> None:
         """GRPCController/Shutdown, a short wait, then the kill the base class does."""
-        if self.channel is not None and self.process.alive:
-            try:
-                plugin_pb2_grpc.GRPCControllerStub(self.channel).Shutdown(plugin_pb2.Empty(), timeout=2)
-                self.stopped_by = "GRPCController/Shutdown"  # so it must exit: see close_launched
-            except grpc.RpcError:
-                pass
-        self.broker_outbox.put(None)
+        if self.channel is not None and self.process.alive and shutdown(self.channel):
+            self.stopped_by = "GRPCController/Shutdown"  # so it must exit: see close_launched
+        if self.broker is not None:
+            self.broker.close()
         super().close()

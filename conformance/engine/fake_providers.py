@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import time
 
-from conformance.bindings.base import CallFailed, Hang
+from conformance.bindings.base import CallFailed, Crash, Hang
 from conformance.engine import shorthand
 from conformance.engine.scenario import FakeProvider, KernelScenario, Turn
 from conformance.wire import forms, tokens
@@ -59,6 +59,8 @@ class FakeProviders:
         time.sleep(action.get("delay_ms", 0) / 1000)
         if action.get("hang"):
             raise Hang()
+        if action.get("crash"):
+            raise Crash()
         if "error" in action:
             error = action["error"]
             context_error = error.get("context_error")

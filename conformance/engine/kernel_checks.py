@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
-from conformance.engine.kernel_judge import Judgment, Outcome, judge_failure, judge_reply, same_but_tokens
+from conformance.engine.kernel_judge import (Judgment, Outcome, judge_crash, judge_failure, judge_reply,
+                                              same_but_tokens)
 from conformance.engine.results import Finding
 from conformance.engine.scenario import KernelScenario, Model
 from conformance.wire import errors, tokens
@@ -35,6 +36,7 @@ COVERS = frozenset({
     "K-ERR-INVALID-REQUEST-LOG", "K-ERR-UNKNOWN-RAW-MESSAGE", "K-NO-SILENT-FALLBACK",
     "K-TRANSFORM-ERROR-SURFACED", "K-TIMEOUT", "K-COUNT-FALLBACK-FORMULA", "K-COUNT-RESOLUTION",
     "K-COUNT-EXACT-FLAG", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
+    "K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN",
 })
 
 
@@ -77,6 +79,41 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
             expect = {r: a for r, a in expect.items() if r in broken}
         state.went_wrong = state.went_wrong or bool(broken)
         findings += expectations.check(expect, observation(scenario, record, transcript), where)
+    if transcript.plugins is not None:
+        findings += check_plugins(scenario, transcript.plugins)
+    return findings
+
+
+def check_plugins(scenario: KernelScenario, launches: list[dict]) -> list[Finding]:
+    """The plugin-launching mode: what each plugin the kernel launched observed of its host."""
+    findings = [Finding(HARNESS, False, f"the kernel never launched the plugin of provider {name!r}: does its "
+                        "load start the command it is given for each provider?", "load")
+                for name in sorted({p.name for p in scenario.providers} - {launch.get("name") for launch in launches})]
+    for launch in launches:
+        where = f"plugin {launch.get('name')} (pid {launch['pid']})"
+        versions = (launch.get("protocol_versions") or "").split(",")
+        findings.append(Finding("K-PLUGIN-HANDSHAKE", launch.get("cookie") == "ok" and "1" in versions,
+                                f"launched with the magic cookie {launch.get('cookie')} and PLUGIN_PROTOCOL_VERSIONS="
+                                f"{launch.get('protocol_versions')!r}; the handshake needs the cookie and version 1", where))
+        if "refused" in launch:
+            continue  # it never served: nothing else about it to judge
+        offered = 1 in launch["offers"]
+        findings.append(Finding("K-CALLBACK-CHANNEL", offered, "the kernel never announced its callback service on "
+                                f"broker ID 1 (announced: {launch['offers'] or 'nothing'})", where))
+        probe = launch["probe"]
+        if probe is not None and offered:
+            findings.append(Finding("K-CALLBACK-CHANNEL", probe["ok"], "CountTokens over the callback channel failed: "
+                                    f"{probe.get('error')}", where))
+            if probe["ok"]:
+                expected = tokens.fallback_count([{"text": {"text": probe["text"]}}])
+                findings.append(Finding("K-COUNT-FALLBACK-FORMULA", int(probe.get("count", 0)) == expected,
+                                        f"CountTokens without a model_ref over the callback channel gave "
+                                        f"{probe.get('count', 0)}, not the fallback formula's {expected}", where))
+                findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
+                                        "model_ref said exact: true, though no tokenizer could have counted", where))
+        if not launch["crashed"]:
+            findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["exited"], "still running "
+                                    "when the kernel had been done with its configuration for 5s", where))
     return findings
 
 
@@ -359,6 +396,8 @@ class TurnCheck:
                 waited = call.hang.abandoned_after
                 self.add("K-TIMEOUT", waited is not None, "the kernel never gave up on a Contribute that did not "
                          "answer; the suite stopped waiting", self.at(call))
+        elif call.crashed:
+            judgment = judge_crash(fake.name, prior)
         elif call.error is not None:
             judgment = judge_failure(fake.name, prior, call.error)
         else:

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 
 from conformance import schemas
-from conformance.bindings.base import Binding, CallFailed, Hang, HarnessError
+from conformance.bindings.base import Binding, CallFailed, Crash, Hang, HarnessError
 from conformance.engine.fake_providers import FakeProviders
 from conformance.engine.scenario import KernelScenario, Turn
 from conformance.wire import forms
@@ -25,6 +25,7 @@ class CallRecord:
     error: dict | None = None    # CallFailed.to_json() of the answer
     hang: Hang | None = None     # set when the provider was scripted never to answer
     overlapped: bool = False     # another callback was still in flight
+    crashed: bool = False        # the provider was scripted to die during the call (R-PLUGIN-CRASH)
 
     @property
     def hung(self) -> bool:
@@ -49,6 +50,7 @@ class Transcript:
     load: dict | None = None
     turns: list[TurnRecord] = field(default_factory=list)
     error: str | None = None
+    plugins: list[dict] | None = None  # in the plugin-launching mode: what each launched plugin observed
 
 
 class _Recorder:
@@ -85,7 +87,7 @@ class _Recorder:
             record.hang = hang
             raise
         except CallFailed as failure:
-            record.error = failure.to_json()
+            record.error, record.crashed = failure.to_json(), isinstance(failure, Crash)
             raise
 
 
@@ -110,6 +112,9 @@ def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
                 result = binding.request("count_tokens", {"request": turn.input}, recorder)
                 record.result = _parsed("CountTokensResult", result, "count_tokens")
         check_quiet(binding)
+        end_case = getattr(binding, "end_case", None)  # the plugin-launching mode's; see LaunchingKernel
+        if end_case is not None:
+            transcript.plugins = end_case()
     except HarnessError as exc:
         transcript.error = str(exc)
     except CallFailed as failure:  # a kernel shim has no business answering an op with an error

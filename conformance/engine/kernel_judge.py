@@ -113,6 +113,14 @@ def judge_failure(provider: str, prior: list[dict], error: dict) -> Judgment:
                     why=why, may_fail_turn=True, turn_error_contains=contains)
 
 
+def judge_crash(provider: str, prior: list[dict]) -> Judgment:
+    """The provider's process died during Contribute (R-PLUGIN-CRASH): a source that became unavailable,
+    whatever the transport said. Isolated, visibly, and the turn goes on."""
+    return Judgment(provider, [Outcome(kept_as_is(prior), [Needed(None, "K-NO-SILENT-FALLBACK")])],
+                    blame="K-ERR-SOURCE-UNAVAILABLE", fail_blame="K-ERR-SOURCE-UNAVAILABLE",
+                    why="a provider whose process died is unavailable: the chain before it stands, the turn goes on")
+
+
 # --- replies -----------------------------------------------------------------------
 
 def in_place(provider: str, prior: list[dict], sections: list[dict]) -> bool:

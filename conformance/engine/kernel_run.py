@@ -15,7 +15,8 @@ from conformance.vectors import Vector
 
 # What each feature a vector may need is, in the words of a verdict that names what was not exercised.
 FEATURES = {"real_transport": "a real transport (gRPC)", "count_tokens": "the count_tokens op",
-            "concurrent_callbacks": "a binding that sees calls made at the same time (python or gRPC)"}
+            "concurrent_callbacks": "a binding that sees calls made at the same time (python or gRPC)",
+            "launch_plugins": "the plugin-launching mode (--launch-plugins)"}
 
 
 def case_result(case_id: str, title: str, scenario: KernelScenario, connection: Connection,

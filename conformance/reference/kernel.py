@@ -52,6 +52,8 @@ class ReferenceKernel:
         self.providers: list[Provider] = []
         self.routing: list[str] = []
         self.sessions: dict[str, Session] = {}
+        self.fleet = None      # the launched plugins of this configuration (reference/plugin_host.py)
+        self.upstream = None   # the current op's call, for counts the plugins ask the kernel for
 
     # --- ops ----------------------------------------------------------------------
 
@@ -60,6 +62,10 @@ class ReferenceKernel:
 
     def load(self, request: dict, call) -> dict:
         config = request["config"]
+        self.close_plugins()
+        if any(p.get("command") for p in config["providers"]):
+            self.fleet = self.launch_plugins(config)
+        call = self.routed(call)
         self.models = {m["id"]: m for m in config["models"]}
         self.routing = [config["primary_model"], *config.get("fallback_models", [])]
         self.sessions = {}
@@ -68,6 +74,7 @@ class ReferenceKernel:
 
     def assemble(self, request: dict, call) -> dict:
         turn = request["turn"]
+        call = self.routed(call)
         session = self.sessions.setdefault(turn["session_id"], Session())
         session.history = session.history + forms.normalize_list("Message", turn.get("new_messages", []))
         model = self.models[turn["model"]]
@@ -84,6 +91,7 @@ class ReferenceKernel:
                 "turn_failed": False, "error": None, "diagnostics": diagnostics}
 
     def count_tokens(self, request: dict, call) -> dict:
+        call = self.routed(call)
         counted = forms.normalize("CountTokensRequest", request["request"])
         model = self.models.get((counted.get("model_ref") or {}).get("id", ""))
         if model and model.get("count_tokens"):
@@ -93,7 +101,26 @@ class ReferenceKernel:
         return {"count": self.fallback(counted["content"]), "exact": False}
 
     def stop(self, request: dict, call) -> dict:
+        self.close_plugins()
         return {}
+
+    # --- launched plugins (ctxconf kernel --launch-plugins) ------------------------------
+
+    def launch_plugins(self, config: dict):
+        from conformance.reference.plugin_host import PluginFleet  # grpc is loaded only for this mode
+        return PluginFleet(config["providers"], lambda r: self.count_tokens({"request": r}, self.upstream),
+                           config.get("hook_timeout_ms"))
+
+    def routed(self, call):
+        """The op's call, with the launched providers' calls going to their plugins."""
+        self.upstream = call
+        return self.fleet.route(call) if self.fleet else call
+
+    def close_plugins(self) -> None:
+        """A configuration's plugins end with it: on the next load, and on stop."""
+        if self.fleet is not None:
+            fleet, self.fleet = self.fleet, None
+            fleet.close()
 
     # --- config load ------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class Remote:
     def __init__(self, config: dict, deadlines: bool = True):
         self.channels = []
         self.providers = {p["name"]: context_pb2_grpc.ContextServiceStub(self._channel(p["address"]))
-                          for p in config["providers"]}
+                          for p in config["providers"] if p.get("address")}  # the others it launches itself
         self.tokenizer = harness_pb2_grpc.SuiteTokenizerStub(self._channel(config["tokenizer_address"])) \
             if config.get("tokenizer_address") else None
         self.deadline = (config.get("hook_timeout_ms") or 10000) / 1000 if deadlines else None

@@ -27,7 +27,7 @@ from conformance.wire.pb.pluggableharness.content.v1 import content_pb2 as plugg
 from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2 as pluggableharness_dot_kernel_dot_v1_dot_kernel__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ctxconf/harness/v1/harness.proto\x12\x12\x63txconf.harness.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a)pluggableharness/content/v1/content.proto\x1a\'pluggableharness/kernel/v1/kernel.proto\" \n\x0cHelloRequest\x12\x10\n\x08protocol\x18\x01 \x01(\t\"S\n\x0eImplementation\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12\x10\n\x08homepage\x18\x04 \x01(\t\"]\n\rHelloResponse\x12:\n\x0eimplementation\x18\x01 \x01(\x0b\x32\".ctxconf.harness.v1.Implementation\x12\x10\n\x08\x66\x65\x61tures\x18\x02 \x03(\t\"\x9b\x01\n\x13ProviderDeclaration\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x15token_budget_override\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\'\n\x06\x63onfig\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\tB\x18\n\x16_token_budget_override\"\x90\x01\n\x10ModelDeclaration\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08provider\x18\x02 \x01(\t\x12\x16\n\x0e\x63ontext_window\x18\x03 \x01(\x03\x12\x17\n\x0freserved_output\x18\x04 \x01(\x03\x12\x17\n\x0fsystem_overhead\x18\x05 \x01(\x03\x12\x14\n\x0c\x63ount_tokens\x18\x06 \x01(\x08\"\xe2\x01\n\nLoadConfig\x12:\n\tproviders\x18\x01 \x03(\x0b\x32\'.ctxconf.harness.v1.ProviderDeclaration\x12\x34\n\x06models\x18\x02 \x03(\x0b\x32$.ctxconf.harness.v1.ModelDeclaration\x12\x15\n\rprimary_model\x18\x03 \x01(\t\x12\x17\n\x0f\x66\x61llback_models\x18\x04 \x03(\t\x12\x17\n\x0fhook_timeout_ms\x18\x05 \x01(\x03\x12\x19\n\x11tokenizer_address\x18\x06 \x01(\t\"=\n\x0bLoadRequest\x12.\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x1e.ctxconf.harness.v1.LoadConfig\"(\n\x07Warning\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"=\n\x0cLoadResponse\x12-\n\x08warnings\x18\x01 \x03(\x0b\x32\x1b.ctxconf.harness.v1.Warning\"\xc3\x01\n\x04Turn\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x19\n\x11parent_session_id\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rfiles_touched\x18\x05 \x03(\t\x12\x19\n\x11working_directory\x18\x06 \x01(\t\x12:\n\x0cnew_messages\x18\x07 \x03(\x0b\x32$.pluggableharness.content.v1.Message\"9\n\x0f\x41ssembleRequest\x12&\n\x04turn\x18\x01 \x01(\x0b\x32\x18.ctxconf.harness.v1.Turn\"^\n\nDiagnostic\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x10\n\x08provider\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\"\x1c\n\tTurnError\x12\x0f\n\x07message\x18\x01 \x01(\t\"\x90\x02\n\x10\x41ssembleResponse\x12=\n\x08sections\x18\x01 \x03(\x0b\x32+.pluggableharness.content.v1.ContextSection\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x35\n\x07history\x18\x03 \x03(\x0b\x32$.pluggableharness.content.v1.Message\x12\x13\n\x0bturn_failed\x18\x04 \x01(\x08\x12,\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x1d.ctxconf.harness.v1.TurnError\x12\x33\n\x0b\x64iagnostics\x18\x06 \x03(\x0b\x32\x1e.ctxconf.harness.v1.Diagnostic\"\r\n\x0bStopRequest\"\x0e\n\x0cStopResponse2\xb8\x03\n\rKernelHarness\x12L\n\x05Hello\x12 .ctxconf.harness.v1.HelloRequest\x1a!.ctxconf.harness.v1.HelloResponse\x12I\n\x04Load\x12\x1f.ctxconf.harness.v1.LoadRequest\x1a .ctxconf.harness.v1.LoadResponse\x12U\n\x08\x41ssemble\x12#.ctxconf.harness.v1.AssembleRequest\x1a$.ctxconf.harness.v1.AssembleResponse\x12l\n\x0b\x43ountTokens\x12..pluggableharness.kernel.v1.CountTokensRequest\x1a-.pluggableharness.kernel.v1.CountTokensResult\x12I\n\x04Stop\x12\x1f.ctxconf.harness.v1.StopRequest\x1a .ctxconf.harness.v1.StopResponse2~\n\x0eSuiteTokenizer\x12l\n\x0b\x43ountTokens\x12..pluggableharness.kernel.v1.CountTokensRequest\x1a-.pluggableharness.kernel.v1.CountTokensResultb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ctxconf/harness/v1/harness.proto\x12\x12\x63txconf.harness.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a)pluggableharness/content/v1/content.proto\x1a\'pluggableharness/kernel/v1/kernel.proto\" \n\x0cHelloRequest\x12\x10\n\x08protocol\x18\x01 \x01(\t\"S\n\x0eImplementation\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x10\n\x08language\x18\x03 \x01(\t\x12\x10\n\x08homepage\x18\x04 \x01(\t\"]\n\rHelloResponse\x12:\n\x0eimplementation\x18\x01 \x01(\x0b\x32\".ctxconf.harness.v1.Implementation\x12\x10\n\x08\x66\x65\x61tures\x18\x02 \x03(\t\"\xac\x01\n\x13ProviderDeclaration\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x15token_budget_override\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\'\n\x06\x63onfig\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x05 \x03(\tB\x18\n\x16_token_budget_override\"\x90\x01\n\x10ModelDeclaration\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08provider\x18\x02 \x01(\t\x12\x16\n\x0e\x63ontext_window\x18\x03 \x01(\x03\x12\x17\n\x0freserved_output\x18\x04 \x01(\x03\x12\x17\n\x0fsystem_overhead\x18\x05 \x01(\x03\x12\x14\n\x0c\x63ount_tokens\x18\x06 \x01(\x08\"\xe2\x01\n\nLoadConfig\x12:\n\tproviders\x18\x01 \x03(\x0b\x32\'.ctxconf.harness.v1.ProviderDeclaration\x12\x34\n\x06models\x18\x02 \x03(\x0b\x32$.ctxconf.harness.v1.ModelDeclaration\x12\x15\n\rprimary_model\x18\x03 \x01(\t\x12\x17\n\x0f\x66\x61llback_models\x18\x04 \x03(\t\x12\x17\n\x0fhook_timeout_ms\x18\x05 \x01(\x03\x12\x19\n\x11tokenizer_address\x18\x06 \x01(\t\"=\n\x0bLoadRequest\x12.\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x1e.ctxconf.harness.v1.LoadConfig\"(\n\x07Warning\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"=\n\x0cLoadResponse\x12-\n\x08warnings\x18\x01 \x03(\x0b\x32\x1b.ctxconf.harness.v1.Warning\"\xc3\x01\n\x04Turn\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x19\n\x11parent_session_id\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rfiles_touched\x18\x05 \x03(\t\x12\x19\n\x11working_directory\x18\x06 \x01(\t\x12:\n\x0cnew_messages\x18\x07 \x03(\x0b\x32$.pluggableharness.content.v1.Message\"9\n\x0f\x41ssembleRequest\x12&\n\x04turn\x18\x01 \x01(\x0b\x32\x18.ctxconf.harness.v1.Turn\"^\n\nDiagnostic\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x10\n\x08provider\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\"\x1c\n\tTurnError\x12\x0f\n\x07message\x18\x01 \x01(\t\"\x90\x02\n\x10\x41ssembleResponse\x12=\n\x08sections\x18\x01 \x03(\x0b\x32+.pluggableharness.content.v1.ContextSection\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x35\n\x07history\x18\x03 \x03(\x0b\x32$.pluggableharness.content.v1.Message\x12\x13\n\x0bturn_failed\x18\x04 \x01(\x08\x12,\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x1d.ctxconf.harness.v1.TurnError\x12\x33\n\x0b\x64iagnostics\x18\x06 \x03(\x0b\x32\x1e.ctxconf.harness.v1.Diagnostic\"\r\n\x0bStopRequest\"\x0e\n\x0cStopResponse2\xb8\x03\n\rKernelHarness\x12L\n\x05Hello\x12 .ctxconf.harness.v1.HelloRequest\x1a!.ctxconf.harness.v1.HelloResponse\x12I\n\x04Load\x12\x1f.ctxconf.harness.v1.LoadRequest\x1a .ctxconf.harness.v1.LoadResponse\x12U\n\x08\x41ssemble\x12#.ctxconf.harness.v1.AssembleRequest\x1a$.ctxconf.harness.v1.AssembleResponse\x12l\n\x0b\x43ountTokens\x12..pluggableharness.kernel.v1.CountTokensRequest\x1a-.pluggableharness.kernel.v1.CountTokensResult\x12I\n\x04Stop\x12\x1f.ctxconf.harness.v1.StopRequest\x1a .ctxconf.harness.v1.StopResponse2~\n\x0eSuiteTokenizer\x12l\n\x0b\x43ountTokens\x12..pluggableharness.kernel.v1.CountTokensRequest\x1a-.pluggableharness.kernel.v1.CountTokensResultb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,33 +41,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HELLORESPONSE']._serialized_start=289
   _globals['_HELLORESPONSE']._serialized_end=382
   _globals['_PROVIDERDECLARATION']._serialized_start=385
-  _globals['_PROVIDERDECLARATION']._serialized_end=540
-  _globals['_MODELDECLARATION']._serialized_start=543
-  _globals['_MODELDECLARATION']._serialized_end=687
-  _globals['_LOADCONFIG']._serialized_start=690
-  _globals['_LOADCONFIG']._serialized_end=916
-  _globals['_LOADREQUEST']._serialized_start=918
-  _globals['_LOADREQUEST']._serialized_end=979
-  _globals['_WARNING']._serialized_start=981
-  _globals['_WARNING']._serialized_end=1021
-  _globals['_LOADRESPONSE']._serialized_start=1023
-  _globals['_LOADRESPONSE']._serialized_end=1084
-  _globals['_TURN']._serialized_start=1087
-  _globals['_TURN']._serialized_end=1282
-  _globals['_ASSEMBLEREQUEST']._serialized_start=1284
-  _globals['_ASSEMBLEREQUEST']._serialized_end=1341
-  _globals['_DIAGNOSTIC']._serialized_start=1343
-  _globals['_DIAGNOSTIC']._serialized_end=1437
-  _globals['_TURNERROR']._serialized_start=1439
-  _globals['_TURNERROR']._serialized_end=1467
-  _globals['_ASSEMBLERESPONSE']._serialized_start=1470
-  _globals['_ASSEMBLERESPONSE']._serialized_end=1742
-  _globals['_STOPREQUEST']._serialized_start=1744
-  _globals['_STOPREQUEST']._serialized_end=1757
-  _globals['_STOPRESPONSE']._serialized_start=1759
-  _globals['_STOPRESPONSE']._serialized_end=1773
-  _globals['_KERNELHARNESS']._serialized_start=1776
-  _globals['_KERNELHARNESS']._serialized_end=2216
-  _globals['_SUITETOKENIZER']._serialized_start=2218
-  _globals['_SUITETOKENIZER']._serialized_end=2344
+  _globals['_PROVIDERDECLARATION']._serialized_end=557
+  _globals['_MODELDECLARATION']._serialized_start=560
+  _globals['_MODELDECLARATION']._serialized_end=704
+  _globals['_LOADCONFIG']._serialized_start=707
+  _globals['_LOADCONFIG']._serialized_end=933
+  _globals['_LOADREQUEST']._serialized_start=935
+  _globals['_LOADREQUEST']._serialized_end=996
+  _globals['_WARNING']._serialized_start=998
+  _globals['_WARNING']._serialized_end=1038
+  _globals['_LOADRESPONSE']._serialized_start=1040
+  _globals['_LOADRESPONSE']._serialized_end=1101
+  _globals['_TURN']._serialized_start=1104
+  _globals['_TURN']._serialized_end=1299
+  _globals['_ASSEMBLEREQUEST']._serialized_start=1301
+  _globals['_ASSEMBLEREQUEST']._serialized_end=1358
+  _globals['_DIAGNOSTIC']._serialized_start=1360
+  _globals['_DIAGNOSTIC']._serialized_end=1454
+  _globals['_TURNERROR']._serialized_start=1456
+  _globals['_TURNERROR']._serialized_end=1484
+  _globals['_ASSEMBLERESPONSE']._serialized_start=1487
+  _globals['_ASSEMBLERESPONSE']._serialized_end=1759
+  _globals['_STOPREQUEST']._serialized_start=1761
+  _globals['_STOPREQUEST']._serialized_end=1774
+  _globals['_STOPRESPONSE']._serialized_start=1776
+  _globals['_STOPRESPONSE']._serialized_end=1790
+  _globals['_KERNELHARNESS']._serialized_start=1793
+  _globals['_KERNELHARNESS']._serialized_end=2233
+  _globals['_SUITETOKENIZER']._serialized_start=2235
+  _globals['_SUITETOKENIZER']._serialized_end=2361
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,160 @@
+"""A fake provider as a real go-plugin plugin: what `ctxconf kernel
+--launch-plugins` hands the kernel to launch, one per declared provider.
+
+    python -m conformance.bindings.fake_plugin --name NAME --relay ADDR --report FILE [--cookie KEY=VALUE]
+
+It behaves as a plugin must: it refuses to serve without the magic cookie and
+protocol version, prints the handshake line, serves ContextService with
+go-plugin's own services, and stops on GRPCController/Shutdown. Each
+ContextService call is relayed, deadline and cancellation included, to the
+suite's fake provider at --relay, which answers from the case's script; a
+scripted crash makes the process exit on the spot. On its first Contribute it
+calls CountTokens on the kernel's callback service, reached through broker ID 1,
+as a provider counting its sections would.
+
+What it observes goes to --report as JSON lines, one event each, so the suite
+can judge the kernel's plugin machinery (kernel_checks.check_plugins): its
+environment (names only), the cookie and protocol versions it was given, every
+broker offer, the CountTokens probe, a Shutdown, a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+import grpc
+from grpc_status import rpc_status
+
+from conformance.bindings.fake_services import CRASH_METADATA
+from conformance.bindings.go_plugin import CALLBACK_BROKER_ID, DEFAULT_COOKIE, PROTOCOL_VERSION, parse_cookie
+from conformance.bindings.plugin_side import refusal, serve
+from conformance.wire import forms
+from conformance.wire.pb.pluggableharness.context.v1 import context_pb2_grpc
+from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2_grpc
+
+PROBE_TEXT = "ctxconf: a provider counting its section through the kernel"
+OFFER_WAIT = 5.0   # how long the probe waits for the host to announce broker ID 1
+STATUS_DETAILS = "grpc-status-details-bin"
+CRASH_EXIT = 70
+
+
+class Observer:
+    """Appends one JSON line per event to the report file."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lock = threading.Lock()
+
+    def __call__(self, event: str, **fields) -> None:
+        line = json.dumps({"event": event, "pid": os.getpid(), "t": time.time(), **fields}) + "\n"
+        with self.lock, open(self.path, "a", encoding="utf-8") as report:
+            report.write(line)
+
+
+class CallbackChannel:
+    """The kernel's KernelCallbackService, as announced on broker ID 1."""
+
+    def __init__(self, observe: Observer):
+        self.observe = observe
+        self.address: str | None = None
+        self.offered = threading.Event()
+        self.probed = False
+
+    def on_offer(self, service_id: int, address: str) -> None:
+        self.observe("offer", service_id=service_id)
+        if service_id == CALLBACK_BROKER_ID:
+            self.address = address
+            self.offered.set()
+
+    def probe(self) -> None:
+        """Once: count a text through the kernel, as a provider computing its `tokens` must."""
+        if self.probed:
+            return
+        self.probed = True
+        if not self.offered.wait(OFFER_WAIT):
+            self.observe("probe", ok=False, error=f"no broker ID {CALLBACK_BROKER_ID} offer within {OFFER_WAIT:g}s")
+            return
+        request = forms.parse("CountTokensRequest", {"content": [{"text": {"text": PROBE_TEXT}}]})
+        try:
+            with grpc.insecure_channel(f"unix:{self.address}") as channel:
+                reply = kernel_pb2_grpc.KernelCallbackServiceStub(channel).CountTokens(request, timeout=OFFER_WAIT)
+        except grpc.RpcError as error:
+            self.observe("probe", ok=False, error=f"{error.code().name}: {error.details()}")
+            return
+        self.observe("probe", ok=True, text=PROBE_TEXT, **forms.to_json(reply))
+
+
+class Relay(context_pb2_grpc.ContextServiceServicer):
+    """Forwards each call to the suite's fake provider and hands back its answer, error details included."""
+
+    def __init__(self, stub: context_pb2_grpc.ContextServiceStub, callbacks: CallbackChannel, observe: Observer):
+        self.stub, self.callbacks, self.observe = stub, callbacks, observe
+
+    def _forward(self, method: str, request, context: grpc.ServicerContext):
+        remaining = context.time_remaining()
+        future = getattr(self.stub, method).future(request, timeout=remaining if remaining and remaining < 3600 else None)
+        context.add_callback(future.cancel)  # the kernel gave up: so does the call it is waiting on
+        try:
+            return future.result()
+        except grpc.FutureCancelledError:
+            context.abort(grpc.StatusCode.CANCELLED, "the kernel cancelled the call")
+        except grpc.RpcError as error:
+            trailing = dict(error.trailing_metadata() or ())
+            if trailing.get(CRASH_METADATA[0]) == CRASH_METADATA[1]:
+                self.observe("crash", method=method)
+                os._exit(CRASH_EXIT)
+            if STATUS_DETAILS in trailing:
+                context.abort_with_status(rpc_status.to_status(rpc_status.status_pb2.Status.FromString(
+                    trailing[STATUS_DETAILS])))
+            context.abort(error.code(), error.details() or "")
+
+    def GetCapabilities(self, request, context):
+        return self._forward("GetCapabilities", request, context)
+
+    def Configure(self, request, context):
+        return self._forward("Configure", request, context)
+
+    def Describe(self, request, context):
+        return self._forward("Describe", request, context)
+
+    def Contribute(self, request, context):
+        self.callbacks.probe()
+        return self._forward("Contribute", request, context)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fake_plugin", description=__doc__.splitlines()[0])
+    parser.add_argument("--name", required=True, help="the provider this plugin plays")
+    parser.add_argument("--relay", required=True, help="the suite's fake provider to relay calls to")
+    parser.add_argument("--report", required=True, help="JSON lines file for what this plugin observes")
+    parser.add_argument("--cookie", default="=".join(DEFAULT_COOKIE), help="KEY=VALUE the host must set")
+    args = parser.parse_args(argv)
+    cookie = parse_cookie(args.cookie)
+    observe = Observer(args.report)
+    given = os.environ.get(cookie[0])
+    observe("started", name=args.name, env=sorted(os.environ),
+            cookie="ok" if given == cookie[1] else "missing" if given is None else "wrong",
+            protocol_versions=os.environ.get("PLUGIN_PROTOCOL_VERSIONS"))
+    problem = refusal(cookie)
+    if problem or PROTOCOL_VERSION not in (os.environ.get("PLUGIN_PROTOCOL_VERSIONS") or "").split(","):
+        print(problem or "PLUGIN_PROTOCOL_VERSIONS does not offer version 1", file=sys.stderr)
+        observe("refused", why=problem or "no protocol version offered")
+        return 1
+    stopping = threading.Event()
+    callbacks = CallbackChannel(observe)
+    relay = Relay(context_pb2_grpc.ContextServiceStub(grpc.insecure_channel(args.relay)), callbacks, observe)
+    grpc_server = serve(lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(relay, s),
+                        stopping, callbacks.on_offer, lambda: observe("shutdown"))
+    stopping.wait()
+    grpc_server.stop(grace=1).wait()
+    observe("exit")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""The plugin-launching mode of a kernel binding (`ctxconf kernel
+--launch-plugins`): instead of an address, Load hands the kernel, for each
+provider, the command that starts a fake provider plugin
+(bindings/fake_plugin.py), and the kernel launches it with its own plugin
+machinery. The plugins relay every call to the suite's fake providers, so
+every kernel vector and property runs unchanged; what they observe of their
+host (cookie, protocol version, broker offers, the callback channel, shutdown)
+comes back as their reports, which kernel_checks.check_plugins judges.
+
+It wraps any kernel binding: python, stdio or gRPC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from conformance.bindings import process_tree
+from conformance.bindings.base import Binding, OnCallback, no_callbacks
+from conformance.bindings.fake_services import FakeServers, Relay, hang_limit
+from conformance.bindings.go_plugin import DEFAULT_COOKIE
+from conformance.bindings.grpc_wire import SocketDir
+
+FEATURE = "launch_plugins"
+SHUTDOWN_GRACE = 5.0  # after the kernel is done with a configuration, for its plugins to be gone
+
+
+class LaunchingKernel:
+    def __init__(self, inner: Binding, workdir: Path, timeout: float, cookie: tuple[str, str] = DEFAULT_COOKIE):
+        self.inner, self.timeout, self.cookie = inner, timeout, cookie
+        self.sockets = SocketDir(workdir)
+        self.relay = Relay(timeout)
+        self.fakes = FakeServers(self.sockets, self.relay)
+        self.loads = 0
+        self.config: dict | None = None
+        self.reports: list[Path] = []     # this configuration's plugin reports
+        self.launched: set[int] = set()   # every plugin pid seen, so that none outlives the run
+        self.closed = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.inner.name}+plugins"
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        # The providers sit behind real gRPC connections now, whatever the kernel's own binding.
+        return tuple(dict.fromkeys((*self.inner.features, "real_transport", "concurrent_callbacks", FEATURE)))
+
+    @property
+    def implementation(self) -> dict:
+        return self.inner.implementation
+
+    @property
+    def broken(self) -> bool:
+        return self.inner.broken
+
+    @property
+    def closing_note(self) -> str | None:
+        return getattr(self.inner, "closing_note", None)
+
+    def start(self) -> dict:
+        return self.inner.start()
+
+    def request(self, op: str, fields: dict, on_callback: OnCallback = no_callbacks) -> dict:
+        if op == "load":
+            self.config = fields["config"]
+            fields = {**fields, "config": self._launchable(fields["config"])}
+        self.relay.on_callback = on_callback
+        try:
+            result = self.inner.request(op, fields, on_callback)
+        finally:
+            self.relay.on_callback = no_callbacks
+        if op == "assemble":
+            self.relay.settle(self.relay.hang_limit)
+        return result
+
+    def _launchable(self, config: dict) -> dict:
+        """The config with each provider's command: a fake plugin relaying to a fake provider served now."""
+        self.fakes.stop()
+        self.relay.hang_limit = hang_limit(config, self.timeout)
+        self.loads += 1
+        self.reports, providers = [], []
+        for index, declared in enumerate(config["providers"]):
+            report = self.sockets.path / f"load{self.loads}-{index}.jsonl"
+            report.touch()
+            self.reports.append(report)
+            command = [sys.executable, "-m", "conformance.bindings.fake_plugin", "--name", declared["name"],
+                       "--relay", self.fakes.provider(declared["name"]), "--report", str(report),
+                       "--cookie", "=".join(self.cookie)]
+            providers.append({**declared, "command": command})
+        return {**config, "providers": providers}
+
+    def end_case(self) -> list[dict]:
+        """The kernel is done with this configuration: told so by an empty one (a kernel that reloads) or by
+        stop. Then what every plugin of the case observed, `exited` saying whether it was gone in time."""
+        if self.config is None:
+            return []
+        config, reports, self.config = self.config, self.reports, None
+        if "reload" in self.inner.features and not self.inner.broken:
+            self.inner.request("load", {"config": {**config, "providers": []}})
+        else:
+            self._close_inner()
+        launches = [launch for report in reports for launch in _read(report)]
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        for launch in launches:
+            self.launched.add(launch["pid"])
+            while _alive(launch["pid"]) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            launch["exited"] = not _alive(launch["pid"])
+        self._kill_leftovers()
+        return launches
+
+    def _close_inner(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.inner.close()
+
+    def _kill_leftovers(self) -> None:
+        """A plugin the kernel left running has been charged already; it must not outlive the run."""
+        for pid in [p for p in self.launched if _alive(p)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in self.launched:
+            try:
+                os.waitpid(pid, os.WNOHANG)  # ours when the kernel runs in-process, or was reaped to us
+            except ChildProcessError:
+                pass
+
+    def stderr(self) -> str:
+        return self.inner.stderr()
+
+    def close(self) -> None:
+        self._close_inner()
+        for report in self.sockets.path.glob("load*.jsonl"):
+            self.launched |= {launch["pid"] for launch in _read(report)}
+        self._kill_leftovers()
+        self.fakes.stop()
+        self.sockets.remove()
+
+
+def _alive(pid: int) -> bool:
+    row = process_tree.stat(pid)
+    return row is not None and row[0] not in "ZX"
+
+
+def _read(report: Path) -> list[dict]:
+    """One record per launch (a plugin the kernel restarted is a second launch), from the event lines."""
+    launches: dict[int, dict] = {}
+    for line in report.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill; the others still tell the story
+        launch = launches.setdefault(event["pid"], {"pid": event["pid"], "offers": [], "probe": None,
+                                                    "crashed": False, "shutdown": False})
+        kind = event["event"]
+        if kind == "started":
+            launch.update(name=event["name"], env=event["env"], cookie=event["cookie"],
+                          protocol_versions=event["protocol_versions"])
+        elif kind == "offer":
+            launch["offers"].append(event["service_id"])
+        elif kind == "probe":
+            launch["probe"] = {k: v for k, v in event.items() if k not in ("event", "pid", "t")}
+        elif kind == "crash":
+            launch["crashed"] = True
+        elif kind == "shutdown":
+            launch["shutdown"] = True
+        elif kind == "refused":
+            launch["refused"] = event["why"]
+    return list(launches.values())

@@ -1,0 +1,134 @@
+"""The reference kernel's plugin machinery: it launches each provider's plugin
+as a hashicorp/go-plugin host does, with the same host code the suite's
+`--plugin` binding uses (bindings/go_plugin.py), and calls it over gRPC.
+
+Used when Load names a command for a provider (`ctxconf kernel
+--launch-plugins`). Every plugin is offered the kernel's
+KernelCallbackService on broker ID 1 at handshake (kernel-callbacks.md#the-callback-channel),
+and every plugin of a configuration is shut down when the kernel loads another
+or stops. Each step is a method of its own, so that a mutant can break one.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import tempfile
+import threading
+from typing import Callable
+
+import grpc
+from google.protobuf import json_format
+
+from conformance.bindings.base import CallFailed
+from conformance.bindings.go_plugin import (CALLBACK_BROKER_ID, DEFAULT_COOKIE, BrokerOffer, host_env,
+                                            parse_handshake, shutdown)
+from conformance.bindings.grpc_wire import abort, failure_from, server, start
+from conformance.wire import forms
+from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
+from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb2_grpc
+
+HANDSHAKE_TIMEOUT = 30.0
+KILL_AFTER = 2.0   # after Shutdown, as go-plugin's client.Kill waits
+REQUESTS = {"GetCapabilities": context_pb2.GetCapabilitiesRequest, "Configure": context_pb2.ConfigureRequest,
+            "Contribute": context_pb2.ContextRequest, "Describe": context_pb2.DescribeRequest}
+
+
+class Plugin:
+    """One launched plugin process and the connection to it."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        self.process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_stdout, args=(lines,), daemon=True).start()
+        try:
+            line = lines.get(timeout=HANDSHAKE_TIMEOUT)
+        except queue.Empty:
+            line = None
+        if not line:
+            self.kill()
+            raise CallFailed("UNAVAILABLE", f"plugin {argv[0]!r} printed no handshake line")
+        self.channel = grpc.insecure_channel(parse_handshake(line.strip()))
+        self.stub = context_pb2_grpc.ContextServiceStub(self.channel)
+        self.broker = BrokerOffer(self.channel)
+
+    def _read_stdout(self, lines: queue.Queue) -> None:
+        for raw in self.process.stdout:  # the handshake line, then whatever the plugin prints: drained
+            lines.put(raw.decode("utf-8", "replace"))
+        lines.put(None)
+
+    def close(self) -> None:
+        """GRPCController/Shutdown, a grace period, then a kill, as go-plugin's client.Kill does."""
+        if self.process.poll() is None:
+            shutdown(self.channel)
+            try:
+                self.process.wait(KILL_AFTER)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.broker.close()
+        self.channel.close()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+class _Callbacks(kernel_pb2_grpc.KernelCallbackServiceServicer):
+    """The kernel's KernelCallbackService: CountTokens through the kernel's own resolution."""
+
+    def __init__(self, count_tokens: Callable[[dict], dict]):
+        self.count_tokens = count_tokens
+
+    def CountTokens(self, request, context):
+        try:
+            return json_format.ParseDict(self.count_tokens(forms.to_json(request)), kernel_pb2.CountTokensResult())
+        except CallFailed as failure:
+            abort(context, failure)
+
+
+class PluginFleet:
+    """The plugins of one configuration. `route(call)` is the kernel's call function with the launched
+    providers' calls going to their plugins, everything else (the model tokenizers) as before."""
+
+    def __init__(self, declared: list[dict], count_tokens: Callable[[dict], dict], hook_timeout_ms: int | None,
+                 cookie: tuple[str, str] = DEFAULT_COOKIE):
+        self.sockets = tempfile.TemporaryDirectory(prefix="ctxconf-plugins-")
+        self.deadline = (hook_timeout_ms or 10000) / 1000
+        self.callbacks = server()
+        kernel_pb2_grpc.add_KernelCallbackServiceServicer_to_server(_Callbacks(count_tokens), self.callbacks)
+        self.callback_address = f"unix:{self.sockets.name}/kernel-callback.sock"
+        start(self.callbacks, self.callback_address)
+        self.env = {**os.environ, **host_env(cookie, self.sockets.name)}
+        self.plugins: dict[str, Plugin] = {}
+        try:
+            for index, entry in enumerate(p for p in declared if p.get("command")):
+                plugin = self.plugins[entry["name"]] = Plugin(list(entry["command"]), self.env)
+                if self.offers_callbacks(index):
+                    plugin.broker.offer(CALLBACK_BROKER_ID, self.callback_address)
+        except BaseException:
+            self.close()
+            raise
+
+    def offers_callbacks(self, index: int) -> bool:
+        """Every plugin gets the callback channel, whether or not it will use it."""
+        return True
+
+    def route(self, call):
+        def routed(name: str, provider: str | None, request: dict) -> dict:
+            plugin = self.plugins.get(provider) if name in REQUESTS else None
+            if plugin is None:
+                return call(name, provider, request)
+            try:
+                reply = getattr(plugin.stub, name)(json_format.ParseDict(request, REQUESTS[name]()),
+                                                   timeout=self.deadline)
+            except grpc.RpcError as error:
+                raise failure_from(error) from None
+            return forms.to_json(reply)
+        return routed
+
+    def close(self) -> None:
+        for plugin in self.plugins.values():
+            plugin.close()
+        self.callbacks.stop(grace=None)
+        self.sockets.cleanup()
