@@ -356,14 +356,15 @@ def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str
     name, open_binding = _plain_opener(args, protocol, schema, reference, workdir)
     if not getattr(args, "launch_plugins", False) or protocol != KERNEL_PROTOCOL:
         return name, open_binding
-    from conformance.bindings.go_plugin import DEFAULT_COOKIE, parse_cookie
+    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
     from conformance.bindings.launch_plugins import LaunchingKernel
     cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
     return f"{name}+plugins", lambda: LaunchingKernel(open_binding(), workdir, args.timeout, cookie)
 
 
 def _plain_opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
-    from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding, parse_cookie
+    from conformance.bindings.go_plugin import GoPluginBinding
+    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
     from conformance.bindings.grpc_kernel import GrpcKernelBinding
     from conformance.bindings.grpc_provider import GrpcProviderBinding
     if getattr(args, "plugin", None):

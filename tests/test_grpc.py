@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from conformance.bindings.go_plugin import DEFAULT_COOKIE, GoPluginBinding
+from conformance.bindings.go_plugin import GoPluginBinding
+from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE
 from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.engine import kernel_run, provider_run

@@ -31,7 +31,7 @@ import grpc
 from grpc_status import rpc_status
 
 from conformance.bindings.fake_services import CRASH_METADATA
-from conformance.bindings.go_plugin import CALLBACK_BROKER_ID, DEFAULT_COOKIE, PROTOCOL_VERSION, parse_cookie
+from conformance.bindings.go_plugin_protocol import CALLBACK_BROKER_ID, DEFAULT_COOKIE, PROTOCOL_VERSION, parse_cookie
 from conformance.bindings.plugin_side import refusal, serve
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2_grpc
@@ -72,10 +72,13 @@ class CallbackChannel:
             self.offered.set()
 
     def probe(self) -> None:
-        """Once: count a text through the kernel, as a provider computing its `tokens` must."""
-        if self.probed:
-            return
-        self.probed = True
+        """Once, beside the call that prompted it: count a text through the kernel, as a provider computing
+        its `tokens` must. The call itself does not wait for it."""
+        if not self.probed:
+            self.probed = True
+            threading.Thread(target=self._probe, daemon=True).start()
+
+    def _probe(self) -> None:
         if not self.offered.wait(OFFER_WAIT):
             self.observe("probe", ok=False, error=f"no broker ID {CALLBACK_BROKER_ID} offer within {OFFER_WAIT:g}s")
             return
@@ -127,7 +130,7 @@ class Relay(context_pb2_grpc.ContextServiceServicer):
         return self._forward("Contribute", request, context)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int | None:
     parser = argparse.ArgumentParser(prog="fake_plugin", description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True, help="the provider this plugin plays")
     parser.add_argument("--relay", required=True, help="the suite's fake provider to relay calls to")
@@ -151,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     grpc_server = serve(lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(relay, s),
                         stopping, callbacks.on_offer, lambda: observe("shutdown"))
     stopping.wait()
-    grpc_server.stop(grace=1).wait()
+    grpc_server.stop(grace=0.2).wait()  # the host's broker and stdio streams stay open until it lets go
     observe("exit")
-    return 0
+    os._exit(0)  # at once: tearing down grpc's threads at interpreter exit costs more than the whole shutdown
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 from conformance.bindings import process_tree
 from conformance.bindings.base import Binding, OnCallback, no_callbacks
 from conformance.bindings.fake_services import FakeServers, Relay, hang_limit
-from conformance.bindings.go_plugin import DEFAULT_COOKIE
+from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE
 from conformance.bindings.grpc_wire import SocketDir
 
 FEATURE = "launch_plugins"
@@ -121,16 +121,24 @@ class LaunchingKernel:
 
     def _kill_leftovers(self) -> None:
         """A plugin the kernel left running has been charged already; it must not outlive the run."""
-        for pid in [p for p in self.launched if _alive(p)]:
+        for pid in [p for p in self.launched if _alive(p) and self._ours(p)]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for pid in self.launched:
+        for pid in [p for p in self.launched if _alive(p) or _zombie(p)]:
             try:
-                os.waitpid(pid, os.WNOHANG)  # ours when the kernel runs in-process, or was reaped to us
+                os.waitpid(pid, 0)  # ours when the kernel runs in-process, or when it was reparented to us
             except ChildProcessError:
                 pass
+
+    def _ours(self, pid: int) -> bool:
+        """A fake plugin of this binding, not a process that has since been given the same pid."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                return str(self.sockets.path).encode() in cmdline.read()
+        except OSError:
+            return False
 
     def stderr(self) -> str:
         return self.inner.stderr()
@@ -147,6 +155,11 @@ class LaunchingKernel:
 def _alive(pid: int) -> bool:
     row = process_tree.stat(pid)
     return row is not None and row[0] not in "ZX"
+
+
+def _zombie(pid: int) -> bool:
+    row = process_tree.stat(pid)
+    return row is not None and row[0] == "Z"
 
 
 def _read(report: Path) -> list[dict]:

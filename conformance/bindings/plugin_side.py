@@ -13,7 +13,7 @@ from typing import Callable
 
 import grpc
 
-from conformance.bindings.go_plugin import DEFAULT_COOKIE, PROTOCOL_VERSION
+from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, PROTOCOL_VERSION
 from conformance.bindings.grpc_wire import server, start
 from conformance.wire.pb.plugin import plugin_pb2, plugin_pb2_grpc
 

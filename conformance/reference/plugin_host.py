@@ -22,8 +22,8 @@ import grpc
 from google.protobuf import json_format
 
 from conformance.bindings.base import CallFailed
-from conformance.bindings.go_plugin import (CALLBACK_BROKER_ID, DEFAULT_COOKIE, BrokerOffer, host_env,
-                                            parse_handshake, shutdown)
+from conformance.bindings.go_plugin_protocol import (CALLBACK_BROKER_ID, DEFAULT_COOKIE, BrokerOffer, host_env,
+                                                     parse_handshake, shutdown)
 from conformance.bindings.grpc_wire import abort, failure_from, server, start
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
@@ -39,16 +39,20 @@ class Plugin:
     """One launched plugin process and the connection to it."""
 
     def __init__(self, argv: list[str], env: dict[str, str]):
+        self.argv = argv
+        self.channel: grpc.Channel | None = None
         self.process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read_stdout, args=(lines,), daemon=True).start()
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_stdout, args=(self.lines,), daemon=True).start()
+
+    def connect(self) -> None:
+        """Read the handshake line and dial the address it names."""
         try:
-            line = lines.get(timeout=HANDSHAKE_TIMEOUT)
+            line = self.lines.get(timeout=HANDSHAKE_TIMEOUT)
         except queue.Empty:
             line = None
         if not line:
-            self.kill()
-            raise CallFailed("UNAVAILABLE", f"plugin {argv[0]!r} printed no handshake line")
+            raise CallFailed("UNAVAILABLE", f"plugin {self.argv[0]!r} printed no handshake line")
         self.channel = grpc.insecure_channel(parse_handshake(line.strip()))
         self.stub = context_pb2_grpc.ContextServiceStub(self.channel)
         self.broker = BrokerOffer(self.channel)
@@ -58,20 +62,20 @@ class Plugin:
             lines.put(raw.decode("utf-8", "replace"))
         lines.put(None)
 
-    def close(self) -> None:
-        """GRPCController/Shutdown, a grace period, then a kill, as go-plugin's client.Kill does."""
-        if self.process.poll() is None:
+    def ask_to_stop(self) -> None:
+        if self.process.poll() is None and self.channel is not None:
             shutdown(self.channel)
-            try:
-                self.process.wait(KILL_AFTER)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.broker.close()
-        self.channel.close()
 
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
+    def close(self) -> None:
+        """After ask_to_stop: a grace period, then a kill, as go-plugin's client.Kill does."""
+        try:
+            self.process.wait(KILL_AFTER)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.channel is not None:
+            self.broker.close()
+            self.channel.close()
 
 
 class _Callbacks(kernel_pb2_grpc.KernelCallbackServiceServicer):
@@ -102,8 +106,11 @@ class PluginFleet:
         self.env = {**os.environ, **host_env(cookie, self.sockets.name)}
         self.plugins: dict[str, Plugin] = {}
         try:
-            for index, entry in enumerate(p for p in declared if p.get("command")):
-                plugin = self.plugins[entry["name"]] = Plugin(list(entry["command"]), self.env)
+            for entry in declared:  # all started at once, then each handshake read
+                if entry.get("command"):
+                    self.plugins[entry["name"]] = Plugin(list(entry["command"]), self.env)
+            for index, plugin in enumerate(self.plugins.values()):
+                plugin.connect()
                 if self.offers_callbacks(index):
                     plugin.broker.offer(CALLBACK_BROKER_ID, self.callback_address)
         except BaseException:
@@ -128,6 +135,8 @@ class PluginFleet:
         return routed
 
     def close(self) -> None:
+        for plugin in self.plugins.values():
+            plugin.ask_to_stop()
         for plugin in self.plugins.values():
             plugin.close()
         self.callbacks.stop(grace=None)

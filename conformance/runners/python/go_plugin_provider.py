@@ -18,7 +18,7 @@ import threading
 
 import grpc
 
-from conformance.bindings.go_plugin import CALLBACK_BROKER_ID
+from conformance.bindings.go_plugin_protocol import CALLBACK_BROKER_ID
 from conformance.bindings.plugin_side import refusal, serve
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2_grpc
 from provider_servicer import ContextServicer, KernelCallbacks, load
