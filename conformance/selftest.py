@@ -18,13 +18,14 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conformance import catalog as catalog_mod, manifest as manifest_mod, paths, vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL
 from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.grpc_provider import GrpcProviderBinding
+from conformance.bindings.launch_plugins import LaunchingKernel
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine import kernel_run, provider_run
@@ -39,7 +40,8 @@ MANIFESTS = paths.PACKAGE / "reference" / "manifests"
 PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room
 OTHER_BINDING_EXAMPLES = 5    # over stdio and gRPC the python run's scenarios only need their transport proven
 CAUGHT_MUTANT_EXAMPLES = 5    # the vectors caught it; the properties only have to show they blame nothing else
-BINDINGS = ("python", "stdio", "grpc")
+BINDINGS = ("python", "stdio", "grpc", "stdio+plugins")
+PLUGINS = "+plugins"          # the plugin-launching mode around a binding (bindings/launch_plugins.py)
 _RUNNERS = paths.RUNNERS / "python"
 _COMMANDS = {"stdio": _RUNNERS / "stdio_shim.py",
              "grpc": {"kernel": _RUNNERS / "grpc_kernel_harness.py", "provider": _RUNNERS / "grpc_provider_server.py"}}
@@ -59,6 +61,7 @@ class Subject:
     freedom: str = ""          # a conforming variant: the freedom it takes, and what grants it
     grants: str = ""
     extra_args: str = ""       # appended to a launched runner's command line
+    vectors_under: str = ""    # only the vectors whose id starts with this, and no properties
 
     @property
     def mutant(self) -> bool:
@@ -73,7 +76,7 @@ class Subject:
         return f"{self.factory.__module__}:{self.factory.__name__}"
 
     def command(self) -> str:
-        runner = _COMMANDS[self.binding]
+        runner = _COMMANDS[self.binding.removesuffix(PLUGINS)]
         runner = runner[self.role] if isinstance(runner, dict) else runner
         return f"{sys.executable} {runner} {self.target}{self.extra_args}"
 
@@ -130,14 +133,17 @@ def _conforming(name: str, role: str, cls, manifest: str = "", bindings=("python
 
 
 def subjects() -> list[Subject]:
-    found = _conforming("ReferenceKernel", "kernel", kernel.ReferenceKernel, bindings=BINDINGS)
+    found = _conforming("ReferenceKernel", "kernel", kernel.ReferenceKernel, bindings=BINDINGS)  # + plugins
     found += _conforming("FileReader", "provider", filereader.FileReader, "filereader")
     found += _conforming("Compactor", "provider", compactor.Compactor, "compactor")
     for role, variants in (("kernel", kernel_variants.VARIANTS), ("provider", provider_variants.VARIANTS)):
         for name, cls in variants.items():
             found += _conforming(name, role, cls, getattr(cls, "manifest", ""),
                                  ("python", "stdio", "grpc") if cls.grpc else ("python", "stdio"))
-    found += [Subject(n, "kernel", c, "", c.breaks, c.also, c.property_only) for n, c in kernel_mutants.MUTANTS.items()]
+    found += [Subject(n, "kernel", c, "", c.breaks, c.also, c.property_only) for n, c in kernel_mutants.MUTANTS.items()
+              if not c.launches_plugins]
+    found += [Subject(n, "kernel", c, "", c.breaks, c.also, binding="python" + PLUGINS, vectors_under="kernel/plugins/")
+              for n, c in kernel_mutants.MUTANTS.items() if c.launches_plugins]
     found += [Subject(n, "provider", c, c.manifest, c.breaks, c.also, c.property_only)
               for n, c in provider_mutants.MUTANTS.items()]
     found.append(Subject("HarnessWithoutDeadline", "kernel", kernel.ReferenceKernel, breaks=("K-TIMEOUT",),
@@ -151,7 +157,8 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
     outcome = Outcome(subject)
     with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
             Connection(_opener(subject, Path(workdir))) as connection:
-        vectors = _vectors(subject.role)
+        vectors = [v for v in _vectors(subject.role) if v.id.startswith(subject.vectors_under)]
+        properties = properties and not subject.vectors_under
         if subject.role == "kernel":
             cases = kernel_run.run_vectors(connection, vectors)
             run = _property_run(subject, profile, seed, _failed(cases))
@@ -194,6 +201,13 @@ def _vectors(role: str) -> tuple:
 
 
 def _opener(subject: Subject, workdir: Path):
+    if subject.binding.endswith(PLUGINS):
+        plain = _plain_opener(replace(subject, binding=subject.binding.removesuffix(PLUGINS)), workdir)
+        return lambda: LaunchingKernel(plain(), workdir, 10.0)
+    return _plain_opener(subject, workdir)
+
+
+def _plain_opener(subject: Subject, workdir: Path):
     protocol = KERNEL_PROTOCOL if subject.role == "kernel" else PROVIDER_PROTOCOL
     if subject.binding == "stdio":
         return lambda: StdioBinding(subject.command(), protocol, f"{subject.role}-protocol.json", workdir, 10.0)
@@ -215,8 +229,8 @@ def _certify_by_key(key: tuple[str, str, str], profile: str, seed: int | None) -
 
 def slowest_first(everyone: list[Subject]) -> list[Subject]:
     """The order to start them in, so that parallel workers finish together."""
-    return sorted(everyone, key=lambda s: (s.binding == "grpc") * 4 + s.property_only * 2 + (s.binding == "stdio"),
-                  reverse=True)
+    return sorted(everyone, key=lambda s: (s.binding == "stdio" + PLUGINS) * 8 + (s.binding == "grpc") * 4
+                  + s.property_only * 2 + (s.binding == "stdio"), reverse=True)
 
 
 def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, only: str = "") -> list[Outcome]:

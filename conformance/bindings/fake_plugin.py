@@ -31,7 +31,7 @@ import grpc
 from grpc_status import rpc_status
 
 from conformance.bindings.fake_services import CRASH_METADATA
-from conformance.bindings.go_plugin_protocol import CALLBACK_BROKER_ID, DEFAULT_COOKIE, PROTOCOL_VERSION, parse_cookie
+from conformance.bindings.go_plugin_protocol import CALLBACK_BROKER_ID, DEFAULT_COOKIE, parse_cookie
 from conformance.bindings.plugin_side import refusal, serve
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2_grpc
@@ -143,10 +143,10 @@ def main(argv: list[str] | None = None) -> int | None:
     observe("started", name=args.name, env=sorted(os.environ),
             cookie="ok" if given == cookie[1] else "missing" if given is None else "wrong",
             protocol_versions=os.environ.get("PLUGIN_PROTOCOL_VERSIONS"))
-    problem = refusal(cookie)
-    if problem or PROTOCOL_VERSION not in (os.environ.get("PLUGIN_PROTOCOL_VERSIONS") or "").split(","):
-        print(problem or "PLUGIN_PROTOCOL_VERSIONS does not offer version 1", file=sys.stderr)
-        observe("refused", why=problem or "no protocol version offered")
+    problem = refusal(cookie)  # as a go-plugin plugin refuses; without PLUGIN_PROTOCOL_VERSIONS it serves its own
+    if problem:
+        print(problem, file=sys.stderr)
+        observe("refused", why=problem)
         return 1
     stopping = threading.Event()
     callbacks = CallbackChannel(observe)

@@ -210,6 +210,7 @@ class TurnCheck:
         self.real_transport = "real_transport" in features
         # Over stdio a shim must wait for each answer, so calls cannot overlap and K-SEQUENTIAL is not judged.
         self.sees_overlap = "concurrent_callbacks" in features
+        self.launched_plugins = "launch_plugins" in features
         self.input = record.turn.input
         self.model: Model = scenario.model(self.input["model"])
         self.state = sessions.setdefault(self.input["session_id"], SessionState())
@@ -396,7 +397,7 @@ class TurnCheck:
                 waited = call.hang.abandoned_after
                 self.add("K-TIMEOUT", waited is not None, "the kernel never gave up on a Contribute that did not "
                          "answer; the suite stopped waiting", self.at(call))
-        elif call.crashed:
+        elif call.crashed and self.launched_plugins:  # elsewhere the kernel sees a bare UNAVAILABLE, no crash
             judgment = judge_crash(fake.name, prior)
         elif call.error is not None:
             judgment = judge_failure(fake.name, prior, call.error)

@@ -112,14 +112,21 @@ def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
                 result = binding.request("count_tokens", {"request": turn.input}, recorder)
                 record.result = _parsed("CountTokensResult", result, "count_tokens")
         check_quiet(binding)
-        end_case = getattr(binding, "end_case", None)  # the plugin-launching mode's; see LaunchingKernel
-        if end_case is not None:
+    except (HarnessError, CallFailed) as exc:
+        transcript.error = _why(exc)
+    end_case = getattr(binding, "end_case", None)  # the plugin-launching mode's; see LaunchingKernel
+    if end_case is not None:  # after an error too: what the plugins saw may explain it
+        try:
             transcript.plugins = end_case()
-    except HarnessError as exc:
-        transcript.error = str(exc)
-    except CallFailed as failure:  # a kernel shim has no business answering an op with an error
-        transcript.error = f"the kernel could not perform an op: {failure.code}: {failure.message}"
+        except (HarnessError, CallFailed) as exc:
+            transcript.error = transcript.error or _why(exc)
     return transcript
+
+
+def _why(exc: HarnessError | CallFailed) -> str:
+    if isinstance(exc, CallFailed):  # a kernel shim has no business answering an op with an error
+        return f"the kernel could not perform an op: {exc.code}: {exc.message}"
+    return str(exc)
 
 
 def check_quiet(binding: Binding) -> None:

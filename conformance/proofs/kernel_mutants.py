@@ -17,14 +17,19 @@ import threading
 
 from conformance.bindings.base import CallFailed
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
+from conformance.reference.plugin_host import PluginFleet
 from conformance.wire import errors, tokens
 
 MUTANTS: dict[str, type[ReferenceKernel]] = {}
 
 
-def mutant(*breaks: str, also: list[str] = (), property_only: bool = False):
+def mutant(*breaks: str, also: list[str] = (), property_only: bool = False, launches_plugins: bool = False):
+    """`launches_plugins`: a bug in the plugin machinery, run in the plugin-launching mode on the vectors
+    under kernel/plugins/ (the other vectors and the properties relay through the same machinery and
+    would only repeat them, at a second apiece)."""
     def register(cls: type[ReferenceKernel]) -> type[ReferenceKernel]:
         cls.breaks, cls.also, cls.property_only = breaks, tuple(also), property_only
+        cls.launches_plugins = launches_plugins
         MUTANTS[cls.__name__] = cls
         return cls
     return register
@@ -449,9 +454,10 @@ class NonTextCheckedForOwnSectionsOnly(ReferenceKernel):
         return super().admissible(provider, sections, diagnostics)
 
 
-@mutant("K-NON-TEXT-REJECT")
+@mutant("K-NON-TEXT-REJECT", also=["K-PROMPT-BOUNDARIES"])
 class NonTextCheckedInCompactorsOwnSectionsOnly(ReferenceKernel):
-    """Checks the sections a compactor signs itself, but not those it rewrote for other providers."""
+    """Checks the sections a compactor signs itself, but not those it rewrote for other providers. The
+    labels of those go unchecked too: an unlabeled one reaches the prompt with no label to show."""
 
     def admissible(self, provider, sections, diagnostics):
         if not provider.compactor:
@@ -697,3 +703,66 @@ class CompactorOutageFailsTurn(ReferenceKernel):
         if provider.compactor and errors.category_of(failure.context_error) == "source_unavailable":
             raise TurnFailed(f"compactor {provider.name} is unavailable")
         return super().on_failure(provider, failure)
+
+
+# --- the plugin machinery (ctxconf kernel --launch-plugins) ------------------------------
+
+class _SilentBroker(PluginFleet):
+    def offers_callbacks(self, index):
+        return False
+
+
+class _FirstOnlyBroker(PluginFleet):
+    def offers_callbacks(self, index):
+        return index == 0
+
+
+class _NoProtocolVersions(PluginFleet):
+    def plugin_env(self, cookie):
+        return {k: v for k, v in super().plugin_env(cookie).items() if k != "PLUGIN_PROTOCOL_VERSIONS"}
+
+
+@mutant("K-PLUGIN-HANDSHAKE", launches_plugins=True)
+class NoProtocolVersions(ReferenceKernel):
+    """Sets the cookie but not PLUGIN_PROTOCOL_VERSIONS; a go-plugin plugin then serves a version of its choosing."""
+
+    @staticmethod
+    def plugin_fleet():
+        return _NoProtocolVersions
+
+
+@mutant("K-CALLBACK-CHANNEL", launches_plugins=True)
+class NeverOffersCallbacks(ReferenceKernel):
+    """Launches its plugins without announcing the callback service on broker ID 1."""
+
+    @staticmethod
+    def plugin_fleet():
+        return _SilentBroker
+
+
+@mutant("K-CALLBACK-CHANNEL", launches_plugins=True)
+class CallbacksForFirstPluginOnly(ReferenceKernel):
+    """Announces the callback service to the first plugin it launches, as a host keeping one broker would."""
+
+    @staticmethod
+    def plugin_fleet():
+        return _FirstOnlyBroker
+
+
+@mutant("K-PLUGIN-SHUTDOWN", launches_plugins=True)
+class LeavesPluginsRunning(ReferenceKernel):
+    """Forgets the plugins of a configuration it is done with, still running."""
+
+    def close_plugins(self):
+        self.fleet = None
+
+
+@mutant("K-ERR-SOURCE-UNAVAILABLE", launches_plugins=True)
+class CrashFailsTurn(ReferenceKernel):
+    """Fails the turn when a provider's connection drops: UNAVAILABLE with no ContextError."""
+
+    def on_failure(self, provider, failure):
+        if failure.code == "UNAVAILABLE" and not failure.context_error:
+            raise TurnFailed(f"provider {provider.name} went away")
+        return super().on_failure(provider, failure)
+

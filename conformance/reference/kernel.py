@@ -107,9 +107,13 @@ class ReferenceKernel:
     # --- launched plugins (ctxconf kernel --launch-plugins) ------------------------------
 
     def launch_plugins(self, config: dict):
+        return self.plugin_fleet()(config["providers"], lambda r: self.count_tokens({"request": r}, self.upstream),
+                                   config.get("hook_timeout_ms"))
+
+    @staticmethod
+    def plugin_fleet() -> type:
         from conformance.reference.plugin_host import PluginFleet  # grpc is loaded only for this mode
-        return PluginFleet(config["providers"], lambda r: self.count_tokens({"request": r}, self.upstream),
-                           config.get("hook_timeout_ms"))
+        return PluginFleet
 
     def routed(self, call):
         """The op's call, with the launched providers' calls going to their plugins."""

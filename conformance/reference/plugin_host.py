@@ -103,7 +103,7 @@ class PluginFleet:
         kernel_pb2_grpc.add_KernelCallbackServiceServicer_to_server(_Callbacks(count_tokens), self.callbacks)
         self.callback_address = f"unix:{self.sockets.name}/kernel-callback.sock"
         start(self.callbacks, self.callback_address)
-        self.env = {**os.environ, **host_env(cookie, self.sockets.name)}
+        self.env = self.plugin_env(cookie)
         self.plugins: dict[str, Plugin] = {}
         try:
             for entry in declared:  # all started at once, then each handshake read
@@ -116,6 +116,9 @@ class PluginFleet:
         except BaseException:
             self.close()
             raise
+
+    def plugin_env(self, cookie: tuple[str, str]) -> dict[str, str]:
+        return {**os.environ, **host_env(cookie, self.sockets.name)}
 
     def offers_callbacks(self, index: int) -> bool:
         """Every plugin gets the callback channel, whether or not it will use it."""
