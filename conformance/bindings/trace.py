@@ -27,6 +27,10 @@ TO_IMPL, FROM_IMPL = "to_impl", "from_impl"
 
 _active: "Tracer | None" = None
 
+# Characters that are line breaks to str.splitlines() but that JSON leaves raw: escaped, so every reader sees
+# one message per line.
+_LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+
 
 class Tracer:
     def __init__(self, stream: IO[str]):
@@ -38,6 +42,7 @@ class Tracer:
         line = json.dumps({"ts": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
                            "case": self.case, "binding": binding, "direction": direction,
                            "message": message}, ensure_ascii=False, default=repr)
+        line = line.translate(_LINE_BREAKS)
         with self._lock:
             self.stream.write(line + "\n")
 
