@@ -106,7 +106,7 @@ def render(guide: Guide, rows: list[dict]) -> str:
             what = f"the reply to request {message.get('id')} (`{ops.get(message.get('id'), '?')}`)."
         scope = "the run, outside any case" if row["case"] is None else f"case `{row['case']}`"
         wire = RUN_DIR.sub("<run dir>", json.dumps(message, ensure_ascii=False))
-        out += [f"{number}. **{arrow}**, {scope}: {what.strip()}", "", "   ```json", f"   {wire}", "   ```", ""]
+        out += [f"{number}. **{arrow}**, {scope}: {what.strip()}", "", "    ```json", f"    {wire}", "    ```", ""]
     return "\n".join(out + [END])
 
 
