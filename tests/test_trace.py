@@ -70,6 +70,11 @@ def test_a_provider_run_and_a_replay_are_traced(tmp_path):
 def test_a_trace_path_that_is_a_directory_is_bad_usage(tmp_path):
     run = ctxconf("kernel", "-k", CASE, "--no-properties", "--trace", str(tmp_path))
     assert run.returncode == 2 and "--trace" in run.stderr
+    (tmp_path / "file").write_text("")
+    run = ctxconf("kernel", "-k", CASE, "--no-properties", "--trace", str(tmp_path / "file" / "t.jsonl"))
+    assert run.returncode == 2 and "--trace" in run.stderr and "Traceback" not in run.stderr
+    run = ctxconf("kernel", "-k", CASE, "--no-properties", "--trace", str(tmp_path / "new" / "t.jsonl"))
+    assert run.returncode == 0 and (tmp_path / "new" / "t.jsonl").stat().st_size > 0
 
 
 def test_nothing_is_traced_or_intercepted_when_no_trace_is_open():

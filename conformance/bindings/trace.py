@@ -68,7 +68,12 @@ class to_file:
     def __enter__(self) -> "to_file":
         global _active
         if self.path is not None:
-            self.stream = open(self.path, "w", encoding="utf-8")
+            from conformance.schemas import InputError
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.stream = open(self.path, "w", encoding="utf-8")
+            except OSError as exc:  # bad usage, exit 2, before anything runs
+                raise InputError("--trace", f"cannot write {self.path}: {exc.strerror}") from None
             _active = Tracer(self.stream)
         return self
 
