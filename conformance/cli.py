@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from conformance import __version__, catalog as catalog_mod, manifest as manifest_mod, paths
 from conformance import vectors as vectors_mod
+from conformance.bindings import trace
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, CallFailed, HarnessError, LaunchError
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
@@ -177,6 +178,8 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
     parser.add_argument("--badge", type=Path, metavar="DIR", help="write badge.svg and badge.json (shields.io endpoint) here")
     parser.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
+    parser.add_argument("--trace", type=Path, metavar="FILE", help="write every message exchanged, per case, as "
+                        "JSON lines (docs/tracing.md)")
     parser.add_argument("-k", "--filter", metavar="TEXT", help="only cases whose id contains TEXT (a partial run: "
                         f"no verdict; the property tests' ids are {' and '.join(CASE_IDS.values())})")
     parser.add_argument("--baseline", type=Path, metavar="FILE", help="expected failures (YAML list of "
@@ -249,7 +252,7 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
     _check_outputs(args)
     manifest = _manifest(args) if role == "provider" else None
     baseline = _baseline(args.baseline, catalog, roles, known_cases)
-    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, \
+    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, trace.to_file(args.trace), \
             RunProgress(len(vectors) + (run is not None)) as progress:
         name, opener = _opener(args, protocol, schema, reference, Path(workdir))
         started = time.perf_counter()
@@ -263,9 +266,11 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
             if run:
                 from conformance.properties.runner import kernel_property, provider_property
                 progress.starting(f"property tests, profile {run.profile}, seed {run.seed}")
+                trace.set_case(CASE_IDS[role])
                 cases.append(kernel_property(connection, run) if role == "kernel" else
                              provider_property(connection, run, manifest, Path(workdir) / "properties"))
                 progress.finished(cases[-1])
+            trace.set_case(None)  # the final stop belongs to the run, not to the last case
             implementation = connection.implementation
     report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
                    seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
@@ -277,7 +282,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     for option, path in (("--badge", args.badge), ("--counterexamples", getattr(args, "counterexamples", None))):
         if path is not None and path.exists() and not path.is_dir():
             raise InputError(option, f"{path} is a file; name a directory")
-    for option, path in (("--report", args.report), ("--junit", args.junit), ("--markdown", args.markdown)):
+    for option, path in (("--report", args.report), ("--junit", args.junit), ("--markdown", args.markdown),
+                         ("--trace", args.trace)):
         if path is not None and path.is_dir():
             raise InputError(option, f"{path} is a directory; name a file")
         if path is not None and path.parent.exists() and not path.parent.is_dir():

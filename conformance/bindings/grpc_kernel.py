@@ -15,6 +15,7 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
+from conformance.bindings import trace
 from conformance.bindings.base import HarnessError, OnCallback, no_callbacks
 from conformance.bindings.fake_services import FakeServers, Relay, hang_limit
 from conformance.bindings.grpc_provider import close_launched
@@ -51,7 +52,7 @@ class GrpcKernelBinding:
             self.process.drain_stdout()
         self.channel = grpc.insecure_channel(self.address)
         wait_ready(self.channel, self.timeout, f"the kernel harness at {self.address}")
-        self.stub = harness_pb2_grpc.KernelHarnessStub(self.channel)
+        self.stub = harness_pb2_grpc.KernelHarnessStub(trace.channel(self.name, self.channel))
         hello = self._rpc(self.stub.Hello, harness_pb2.HelloRequest(protocol="ctxconf-kernel/1"))
         self.implementation = hello.get("implementation", {})
         # A real transport can hold a call open, so the kernel's own deadline is observable.

@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
-from conformance.bindings import process_tree
+from conformance.bindings import process_tree, trace
 from conformance.bindings.base import CallFailed, HarnessError, OnCallback, no_callbacks
 from conformance.bindings.grpc_wire import SocketDir, abort, failure_from, server, start, wait_ready
 from conformance.bindings.jsonlines import JsonLinesProcess
@@ -102,7 +102,7 @@ class GrpcProviderBinding:
     def connect(self, address: str) -> None:
         self.channel = grpc.insecure_channel(address)
         wait_ready(self.channel, self.timeout, f"the provider at {address}")
-        self.stub = context_pb2_grpc.ContextServiceStub(self.channel)
+        self.stub = context_pb2_grpc.ContextServiceStub(trace.channel(self.name, self.channel))
 
     def hello(self) -> dict:
         """gRPC has no hello: the provider's Describe says who it is."""

@@ -19,6 +19,7 @@ from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2  # noqa: F401  (registers the google.rpc detail types)
 from grpc_status import rpc_status
 
+from conformance.bindings import trace
 from conformance.bindings.base import CallFailed, HarnessError, LaunchError
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
@@ -52,7 +53,7 @@ class SocketDir:
 
 
 def server(workers: int = 8) -> grpc.Server:
-    return grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+    return grpc.server(futures.ThreadPoolExecutor(max_workers=workers), interceptors=trace.server_interceptors())
 
 
 def start(grpc_server: grpc.Server, address: str) -> None:

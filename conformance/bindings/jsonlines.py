@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from conformance.bindings import process_tree
+from conformance.bindings import process_tree, trace
 from conformance.bindings.base import HarnessError, LaunchError
 from conformance.schemas import MAX_DEPTH, depth
 
@@ -186,6 +186,7 @@ class JsonLinesProcess:
         """Write one line, giving up after the per-call timeout: a child that stops reading its stdin
         must not hang the suite once the pipe is full."""
         assert self.process and self.process.stdin
+        trace.record("stdio", trace.TO_IMPL, message)
         data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
         deadline = time.monotonic() + self.timeout
         try:
@@ -246,6 +247,7 @@ class JsonLinesProcess:
             raise HarnessError(f"wrote a JSON line that is not an object: {raw[:200]!r}{self._stderr_note()}")
         if depth(message) > MAX_DEPTH:
             raise HarnessError(f"wrote JSON nested deeper than {MAX_DEPTH} levels (the suite's cap): {raw[:100]!r}...")
+        trace.record("stdio", trace.FROM_IMPL, message)
         return message
 
     def _stderr_note(self) -> str:

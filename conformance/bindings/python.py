@@ -21,6 +21,7 @@ import json
 import threading
 import traceback
 
+from conformance.bindings import trace
 from conformance.bindings.base import (CallFailed, Hang, HarnessError, LaunchError, OnCallback,
                                        deadline_exceeded, no_callbacks)
 
@@ -78,12 +79,18 @@ class PythonBinding:
             raise HarnessError(f"the object has no {op}() method")
 
         def call(name: str, provider: str | None, request: dict) -> dict:
+            trace.record("python", trace.FROM_IMPL, {"call": name, "provider": provider, "request": request})
             try:
-                return _json_copy(on_callback(name, provider, _json_copy(request)))
+                result = _json_copy(on_callback(name, provider, _json_copy(request)))
             except Hang:
-                raise deadline_exceeded() from None
-            except CallFailed as failure:
-                raise CallFailed.from_json(_json_copy(failure.to_json())) from None
+                failure = deadline_exceeded()
+            except CallFailed as failed:
+                failure = CallFailed.from_json(_json_copy(failed.to_json()))
+            else:
+                trace.record("python", trace.TO_IMPL, {"result": result})
+                return result
+            trace.record("python", trace.TO_IMPL, {"error": failure.to_json()})
+            raise failure from None
 
         outcome: dict = {}
 
@@ -95,12 +102,15 @@ class PythonBinding:
             except Exception:
                 outcome["error"] = traceback.format_exc(limit=8)
 
+        trace.record("python", trace.TO_IMPL, {"op": op, **fields})
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
         worker.join(self.timeout)
         if worker.is_alive():
             self.broken = True  # the thread cannot be stopped; the object is abandoned
             raise HarnessError(f"{op} did not return within {self.timeout:g}s")
+        trace.record("python", trace.FROM_IMPL, {"error": outcome["failed"].to_json()} if "failed" in outcome
+                     else {"result": outcome.get("result")} if "error" not in outcome else {"raised": outcome["error"]})
         if "failed" in outcome:
             raise outcome["failed"]
         if "error" in outcome:
@@ -113,10 +123,9 @@ class PythonBinding:
         return ""
 
     def close(self) -> None:
-        stop = getattr(self.obj, "stop", None)
-        if callable(stop) and not self.broken:
+        if callable(getattr(self.obj, "stop", None)) and not self.broken:
             try:
-                stop({}, no_callbacks)
+                self.request("stop", {})  # through request(), so that a trace sees it too
             except Exception:
                 pass
         self.obj = None

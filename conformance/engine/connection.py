@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+from conformance.bindings import trace
 from conformance.bindings.base import Binding, CallFailed, HarnessError
 from conformance.engine.results import CaseResult
 
@@ -30,6 +31,8 @@ class Connection:
 
     def binding(self, case: CaseResult | None = None) -> Binding:
         """A started binding, fresh for this case. Raises HarnessError or LaunchError."""
+        if case is not None:
+            trace.set_case(case.id)
         if self.current is not None and not self._reusable():
             self.discard()
         if self.current is None:

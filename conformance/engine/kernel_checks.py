@@ -138,6 +138,10 @@ def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transc
 
 # --- config load ------------------------------------------------------------------
 
+# The load warnings the checks require, by the requirement each evidences (docs/kernel-protocol.md#warning-codes).
+WARNING_CODES = {"KC-BUDGET-SUM-WARN": "budget_sum_exceeds_ceiling", "KC-STABILITY-ORDER-WARN": "dynamic_before_static"}
+
+
 def dynamic_before_static(stabilities: list[str]) -> bool:
     first_static_after = False
     seen_dynamic = False
@@ -153,9 +157,9 @@ def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
     smallest = min(m.effective_ceiling for m in routing)
     findings = []
     for requirement, code, due, reason in (
-        ("KC-BUDGET-SUM-WARN", "budget_sum_exceeds_ceiling", total > smallest,
+        ("KC-BUDGET-SUM-WARN", WARNING_CODES["KC-BUDGET-SUM-WARN"], total > smallest,
          f"caps add up to {total} against a smallest effective ceiling of {smallest} (R-BUDGET-SUM-WARNING)"),
-        ("KC-STABILITY-ORDER-WARN", "dynamic_before_static",
+        ("KC-STABILITY-ORDER-WARN", WARNING_CODES["KC-STABILITY-ORDER-WARN"],
          dynamic_before_static([p.stability for p in scenario.providers]),
          "declared stabilities " + " ".join(p.stability.removeprefix("STABILITY_").lower() for p in scenario.providers)),
     ):
