@@ -5,6 +5,7 @@
     ctxconf replay FILE [--python ... | --stdio ...] [--manifest FILE]
     ctxconf selftest [--profile ci]
     ctxconf requirements [--spec DIR]
+    ctxconf explain ID
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
 (or gaps), 2 bad usage or bad input files.
@@ -105,6 +106,14 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("-k", "--filter", default="", metavar="TEXT",
                        help="only the implementations whose name contains TEXT")
     check.set_defaults(func=_selftest)
+
+    explain = commands.add_parser("explain", help="explain a requirement, ruling or vector, with its evidence",
+                                  description="Print what the suite knows about one requirement, ruling or vector "
+                                  "id: its text and spec anchor (a link upstream), the rulings that bear on it, the "
+                                  "vectors and checks that evidence it, the mutants and conforming variants that "
+                                  "prove them, and a command that runs just those vectors.")
+    explain.add_argument("id", help="e.g. K-BUDGET-REJECT, R-ERROR-ISOLATION or kernel/budget/exactly-at-budget-kept")
+    explain.set_defaults(func=_explain)
 
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
@@ -232,6 +241,12 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(str(path), f"cannot write: {exc.strerror}") from None
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from conformance import explain
+    print(explain.explain(args.id))
+    return 0
 
 
 def _requirements(args: argparse.Namespace) -> int:
