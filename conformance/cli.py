@@ -6,6 +6,7 @@
     ctxconf selftest [--profile ci]
     ctxconf requirements [--spec DIR]
     ctxconf explain ID
+    ctxconf diff A.json B.json [--markdown]
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
 (or gaps), 2 bad usage or bad input files.
@@ -114,6 +115,16 @@ def _parser() -> argparse.ArgumentParser:
                                   "prove them, and a command that runs just those vectors.")
     explain.add_argument("id", help="e.g. K-BUDGET-REJECT, R-ERROR-ISOLATION or kernel/budget/exactly-at-budget-kept")
     explain.set_defaults(func=_explain)
+
+    diff = commands.add_parser("diff", help="compare two JSON reports",
+                               description="Compare two JSON reports (--report): the verdict, the requirements and "
+                               "cases whose status differs, and the failures new in B or gone from A. Two runs of "
+                               "one implementation, or two implementations of one role. Exits 0 when they agree, "
+                               "1 when they differ, 2 on a file that is not a ctxconf report.")
+    diff.add_argument("a", type=Path, metavar="A.json", help="the earlier run, or the first implementation")
+    diff.add_argument("b", type=Path, metavar="B.json", help="the later run, or the second implementation")
+    diff.add_argument("--markdown", action="store_true", help="print Markdown (for a CI step summary or a PR)")
+    diff.set_defaults(func=_diff)
 
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
@@ -247,6 +258,13 @@ def _explain(args: argparse.Namespace) -> int:
     from conformance import explain
     print(explain.explain(args.id))
     return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from conformance.reports import diff
+    found = diff.compare(diff.load(args.a), diff.load(args.b), str(args.a), str(args.b))
+    print(diff.to_markdown(found) if args.markdown else diff.to_text(found), end="")
+    return found.exit_code
 
 
 def _requirements(args: argparse.Namespace) -> int:
