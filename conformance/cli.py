@@ -29,7 +29,7 @@ from pathlib import Path
 from conformance import __version__, catalog as catalog_mod, certify
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
 from conformance.properties import CASE_IDS, PROFILES
-from conformance.reports import badge, console, json_report, junit, markdown
+from conformance.reports import badge, console, html, json_report, junit, markdown
 from conformance.schemas import InputError
 
 
@@ -176,6 +176,7 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="write a self-contained HTML report here")
     parser.add_argument("--badge", type=Path, metavar="DIR", help="write badge.svg and badge.json (shields.io endpoint) here")
     parser.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
     parser.add_argument("-k", "--filter", action="append", metavar="TEXT", help="only cases whose id contains "
@@ -233,7 +234,8 @@ def _selftest(args: argparse.Namespace) -> int:
 
 def _emit(report, args: argparse.Namespace) -> int:
     outputs = [(args.report, lambda: json.dumps(json_report.to_json(report), indent=2, ensure_ascii=False) + "\n"),
-               (args.junit, lambda: junit.to_xml(report)), (args.markdown, lambda: markdown.to_markdown(report))]
+               (args.junit, lambda: junit.to_xml(report)), (args.markdown, lambda: markdown.to_markdown(report)),
+               (args.html, lambda: html.to_html(report))]
     if args.badge:
         outputs += [(args.badge / "badge.svg", lambda: badge.svg(report)),
                     (args.badge / "badge.json", lambda: json.dumps(badge.endpoint(report)) + "\n")]

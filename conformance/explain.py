@@ -15,23 +15,17 @@ import textwrap
 from dataclasses import dataclass
 
 from conformance import catalog as catalog_mod, vectors as vectors_mod
-from conformance.catalog import Catalog, Requirement, Ruling
+from conformance.catalog import Catalog, Requirement, Ruling, spec_url
 from conformance.coverage import CHECKED
 from conformance.properties import CASE_IDS
 from conformance.reports.verdict import plural
 from conformance.schemas import InputError
 
-# Where the spec documents live upstream; an anchor is a path below this folder plus a heading fragment.
-SPEC_URL = "https://github.com/pluggableharness/agent/blob/main/docs/specifications/"
 APPLIES = {"strict": "strict: one behaviour passes",
            "both-accepted": "both accepted: every listed behaviour passes",
            "lenient": "lenient: anything short of the stated violation passes"}
 TARGET_HINT = "add your target to run them against it: --python MOD:FACTORY, --stdio CMD, --grpc-cmd CMD ..."
 _WIDTH = 100
-
-
-def spec_url(anchor: str) -> str:
-    return SPEC_URL + anchor
 
 
 def role_of(requirement: Requirement) -> str:
