@@ -106,13 +106,17 @@ def check_outputs(args: argparse.Namespace) -> None:
             raise InputError(option, f"{path} is a file; name a directory")
     for option, path in (("--report", args.report), ("--junit", args.junit), ("--markdown", args.markdown),
                          ("--html", getattr(args, "html", None))):
-        if path is not None and path.is_dir():
-            raise InputError(option, f"{path} is a directory; name a file")
-        if path is not None and path.parent.exists() and not path.parent.is_dir():
-            raise InputError(option, f"{path.parent} is not a directory")
+        check_output_file(option, path)
     for name in args.env:
         if not name or "=" in name or "\0" in name:
             raise InputError("--env", f"{name!r} is not an environment variable name")
+
+
+def check_output_file(option: str, path: Path | None) -> None:
+    if path is not None and path.is_dir():
+        raise InputError(option, f"{path} is a directory; name a file")
+    if path is not None and path.parent.exists() and not path.parent.is_dir():
+        raise InputError(option, f"{path.parent} is not a directory")
 
 
 def _property_run(args: argparse.Namespace) -> PropertyRun:

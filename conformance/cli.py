@@ -7,6 +7,7 @@
     ctxconf requirements [--spec DIR]
     ctxconf explain ID
     ctxconf diff A.json B.json [--markdown]
+    ctxconf matrix [FILE.yaml] [--html FILE] [--markdown FILE] [--json FILE]
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
 (or gaps), 2 bad usage or bad input files.
@@ -125,6 +126,22 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("b", type=Path, metavar="B.json", help="the later run, or the second implementation")
     diff.add_argument("--markdown", action="store_true", help="print Markdown (for a CI step summary or a PR)")
     diff.set_defaults(func=_diff)
+
+    matrix = commands.add_parser("matrix", help="certify several implementations and compare them side by side",
+                                 description="Certify every implementation a matrix file lists (schema: "
+                                 "data/schemas/matrix.json), each as `ctxconf kernel` or `ctxconf provider` would, "
+                                 "and write the comparison: each requirement's status and the side each "
+                                 "implementation took on each ruling. Exits 1 when an implementation's verdict is "
+                                 "not the one its entry expects, 2 on a bad file.")
+    matrix.add_argument("file", type=Path, nargs="?", metavar="FILE.yaml",
+                        help="the matrix file (default: the bundled demo, data/matrix/demo.yaml)")
+    matrix.add_argument("--html", type=Path, default=Path("ctxconf-matrix.html"), metavar="FILE",
+                        help="the self-contained HTML page (default: ctxconf-matrix.html)")
+    matrix.add_argument("--markdown", type=Path, default=Path("ctxconf-matrix.md"), metavar="FILE",
+                        help="the Markdown tables (default: ctxconf-matrix.md)")
+    matrix.add_argument("--json", type=Path, default=Path("ctxconf-matrix.json"), metavar="FILE",
+                        help="the matrix and every report, as JSON (default: ctxconf-matrix.json)")
+    matrix.set_defaults(func=_matrix)
 
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
@@ -266,6 +283,19 @@ def _diff(args: argparse.Namespace) -> int:
     from conformance.reports import diff
     found = diff.compare(diff.load(args.a), diff.load(args.b), str(args.a), str(args.b))
     print(diff.to_markdown(found) if args.markdown else diff.to_text(found), end="")
+    return found.exit_code
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from conformance import matrix
+    from conformance.reports import matrix_report
+    for option, path in (("--html", args.html), ("--markdown", args.markdown), ("--json", args.json)):
+        certify.check_output_file(option, path)
+    found = matrix.run(args.file or matrix.DEMO, _parser().parse_args)
+    for path, text in ((args.json, json.dumps(matrix_report.to_json(found), indent=2, ensure_ascii=False) + "\n"),
+                       (args.markdown, matrix_report.to_markdown(found)), (args.html, matrix_report.to_html(found))):
+        _write(path, text)
+        print(f"wrote {path}")
     return found.exit_code
 
 
