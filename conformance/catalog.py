@@ -11,6 +11,8 @@ from pathlib import Path
 from conformance import paths
 from conformance.schemas import InputError, check, read_yaml
 
+# Where the spec documents live upstream: an anchor is a path below this folder plus a GitHub heading fragment.
+SPEC_URL = "https://github.com/pluggableharness/agent/blob/main/docs/specifications/"
 NORMATIVE = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT")
 BLOCKING = ("MUST", "MUST NOT")  # a failure of these makes an implementation non-conformant
 KERNEL_ROLES = ("kernel", "kernel-config-load")
@@ -84,6 +86,11 @@ def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS)
 
 
 # --- spec anchors ----------------------------------------------------------------
+
+def spec_url(anchor: str) -> str:
+    """The anchor's heading in the spec on GitHub."""
+    return SPEC_URL + anchor
+
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")

@@ -5,6 +5,9 @@
     ctxconf replay FILE [--python ... | --stdio ...] [--manifest FILE]
     ctxconf selftest [--profile ci]
     ctxconf requirements [--spec DIR]
+    ctxconf explain ID
+    ctxconf diff A.json B.json [--markdown]
+    ctxconf matrix [FILE.yaml] [--html FILE] [--markdown FILE] [--json FILE]
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
 (or gaps), 2 bad usage or bad input files.
@@ -20,32 +23,15 @@ import json
 import math
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from conformance import __version__, catalog as catalog_mod, manifest as manifest_mod, paths
-from conformance import vectors as vectors_mod
-from conformance.bindings import trace
-from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, CallFailed, HarnessError, LaunchError
-from conformance.bindings.python import PythonBinding
-from conformance.bindings.stdio import StdioBinding
-from conformance.engine.connection import Connection
-from conformance.engine import kernel_run, provider_run
+from conformance import __version__, catalog as catalog_mod, certify
+from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
 from conformance.properties import CASE_IDS, PROFILES
-
-if TYPE_CHECKING:
-    from conformance.properties.runner import PropertyRun
-from conformance.reports import badge, console, json_report, junit, markdown
-from conformance.reports.progress import RunProgress
-from conformance.reports.verdict import build
-from conformance.schemas import InputError, read_yaml
-
-REFERENCE_KERNEL = "conformance.reference.kernel:create"
-REFERENCE_PROVIDER = "conformance.reference.filereader:create"
-REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
+from conformance.reports import badge, console, html, json_report, junit, markdown
+from conformance.schemas import InputError
 
 
 class Terminated(KeyboardInterrupt):
@@ -123,6 +109,40 @@ def _parser() -> argparse.ArgumentParser:
                        help="only the implementations whose name contains TEXT")
     check.set_defaults(func=_selftest)
 
+    explain = commands.add_parser("explain", help="explain a requirement, ruling or vector, with its evidence",
+                                  description="Print what the suite knows about one requirement, ruling or vector "
+                                  "id: its text and spec anchor (a link upstream), the rulings that bear on it, the "
+                                  "vectors and checks that evidence it, the mutants and conforming variants that "
+                                  "prove them, and a command that runs just those vectors.")
+    explain.add_argument("id", help="e.g. K-BUDGET-REJECT, R-ERROR-ISOLATION or kernel/budget/exactly-at-budget-kept")
+    explain.set_defaults(func=_explain)
+
+    diff = commands.add_parser("diff", help="compare two JSON reports",
+                               description="Compare two JSON reports (--report): the verdict, the requirements and "
+                               "cases whose status differs, and the failures new in B or gone from A. Two runs of "
+                               "one implementation, or two implementations of one role. Exits 0 when they agree, "
+                               "1 when they differ, 2 on a file that is not a ctxconf report.")
+    diff.add_argument("a", type=Path, metavar="A.json", help="the earlier run, or the first implementation")
+    diff.add_argument("b", type=Path, metavar="B.json", help="the later run, or the second implementation")
+    diff.add_argument("--markdown", action="store_true", help="print Markdown (for a CI step summary or a PR)")
+    diff.set_defaults(func=_diff)
+
+    matrix = commands.add_parser("matrix", help="certify several implementations and compare them side by side",
+                                 description="Certify every implementation a matrix file lists (schema: "
+                                 "data/schemas/matrix.json), each as `ctxconf kernel` or `ctxconf provider` would, "
+                                 "and write the comparison: each requirement's status and the side each "
+                                 "implementation took on each ruling. Exits 1 when an implementation's verdict is "
+                                 "not the one its entry expects, 2 on a bad file.")
+    matrix.add_argument("file", type=Path, nargs="?", metavar="FILE.yaml",
+                        help="the matrix file (default: the bundled demo, data/matrix/demo.yaml)")
+    matrix.add_argument("--html", type=Path, default=Path("ctxconf-matrix.html"), metavar="FILE",
+                        help="the self-contained HTML page (default: ctxconf-matrix.html)")
+    matrix.add_argument("--markdown", type=Path, default=Path("ctxconf-matrix.md"), metavar="FILE",
+                        help="the Markdown tables (default: ctxconf-matrix.md)")
+    matrix.add_argument("--json", type=Path, default=Path("ctxconf-matrix.json"), metavar="FILE",
+                        help="the matrix and every report, as JSON (default: ctxconf-matrix.json)")
+    matrix.set_defaults(func=_matrix)
+
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
                                "MUST/MUST NOT/SHOULD has no vector, or (with --spec) an anchor is missing.")
@@ -176,11 +196,13 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="write a self-contained HTML report here")
     parser.add_argument("--badge", type=Path, metavar="DIR", help="write badge.svg and badge.json (shields.io endpoint) here")
     parser.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
     parser.add_argument("--trace", type=Path, metavar="FILE", help="write every message exchanged, per case, as "
                         "JSON lines (docs/tracing.md)")
-    parser.add_argument("-k", "--filter", metavar="TEXT", help="only cases whose id contains TEXT (a partial run: "
+    parser.add_argument("-k", "--filter", action="append", metavar="TEXT", help="only cases whose id contains "
+                        "TEXT; repeat it to select the cases matching any (a partial run: "
                         f"no verdict; the property tests' ids are {' and '.join(CASE_IDS.values())})")
     parser.add_argument("--baseline", type=Path, metavar="FILE", help="expected failures (YAML list of "
                         "{requirement, case?, reason}); listed failures become xfail")
@@ -206,125 +228,16 @@ def _positive(text: str) -> int:
     return value
 
 
-ROLES = {  # protocol, harness schema, bundled target, requirement roles
-    "kernel": (KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, catalog_mod.KERNEL_ROLES),
-    "provider": (PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, catalog_mod.PROVIDER_ROLES),
-}
-
-
 def _kernel(args: argparse.Namespace) -> int:
-    return _role(args, "kernel")
+    return _emit(certify.role_run(args, "kernel"), args)
 
 
 def _provider(args: argparse.Namespace) -> int:
-    return _role(args, "provider")
-
-
-def _role(args: argparse.Namespace, role: str) -> int:
-    catalog = catalog_mod.load()
-    every = vectors_mod.load_dir(role, catalog, _vectors_dir(args))
-    vectors = [v for v in every if not args.filter or args.filter in v.id]
-    wanted = not args.no_properties and (not args.filter or args.filter in CASE_IDS[role])
-    run = _property_run(args) if wanted else None
-    if not vectors and run is None:
-        raise InputError("--filter", f"no case id contains {args.filter!r}")
-    scope = [f"-k {args.filter!r}"] if args.filter else []
-    scope += ["--no-properties"] if args.no_properties else []
-    known_cases = {v.id for v in every} | {CASE_IDS[role]}
-    return _certify(args, role, catalog, vectors, run, "; ".join(scope) or None, known_cases)
+    return _emit(certify.role_run(args, "provider"), args)
 
 
 def _replay(args: argparse.Namespace) -> int:
-    catalog = catalog_mod.load()
-    vector = vectors_mod.load_file(args.file, catalog)
-    role = vector.id.split("/")[0]
-    # A project's baseline names cases of the whole suite, not just the one replayed.
-    known_cases = {v.id for v in vectors_mod.load_dir(role, catalog)} | {vector.id, CASE_IDS[role]}
-    return _certify(args, role, catalog, [vector], None, f"replay of {vector.id}", known_cases)
-
-
-def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None,
-             partial: str | None, known_cases: set[str]) -> int:
-    """Run the vectors (then the properties) against the target and report. A partial run (`partial`
-    says which) reports what it found but gives no verdict."""
-    protocol, schema, reference, roles = ROLES[role]
-    _check_targets(args)
-    _check_outputs(args)
-    manifest = _manifest(args) if role == "provider" else None
-    baseline = _baseline(args.baseline, catalog, roles, known_cases)
-    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, trace.to_file(args.trace), \
-            RunProgress(len(vectors) + (run is not None)) as progress:
-        name, opener = _opener(args, protocol, schema, reference, Path(workdir))
-        started = time.perf_counter()
-        with Connection(opener) as connection:
-            _first_start(connection)
-            if role == "kernel":
-                cases = kernel_run.run_vectors(connection, vectors, progress.finished)
-            else:
-                cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases",
-                                                 progress.finished)
-            if run:
-                from conformance.properties.runner import kernel_property, provider_property
-                progress.starting(f"property tests, profile {run.profile}, seed {run.seed}")
-                trace.set_case(CASE_IDS[role])
-                cases.append(kernel_property(connection, run) if role == "kernel" else
-                             provider_property(connection, run, manifest, Path(workdir) / "properties"))
-                progress.finished(cases[-1])
-            trace.set_case(None)  # the final stop belongs to the run, not to the last case
-            implementation = connection.implementation
-    report = build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
-                   seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
-    return _emit(report, args)
-
-
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Where results go is checked before the run, so a typo does not cost a whole certification."""
-    for option, path in (("--badge", args.badge), ("--counterexamples", getattr(args, "counterexamples", None))):
-        if path is not None and path.exists() and not path.is_dir():
-            raise InputError(option, f"{path} is a file; name a directory")
-    for option, path in (("--report", args.report), ("--junit", args.junit), ("--markdown", args.markdown),
-                         ("--trace", args.trace)):
-        if path is not None and path.is_dir():
-            raise InputError(option, f"{path} is a directory; name a file")
-        if path is not None and path.parent.exists() and not path.parent.is_dir():
-            raise InputError(option, f"{path.parent} is not a directory")
-    for name in args.env:
-        if not name or "=" in name or "\0" in name:
-            raise InputError("--env", f"{name!r} is not an environment variable name")
-
-
-def _property_run(args: argparse.Namespace) -> PropertyRun:
-    from conformance.properties.runner import PropertyRun
-    return PropertyRun(profile=args.profile, seed=args.seed, examples=args.examples,
-                       counterexamples=args.counterexamples)
-
-
-def _vectors_dir(args: argparse.Namespace) -> Path | None:
-    if args.vectors is not None and not args.vectors.is_dir():
-        raise InputError("--vectors", f"{args.vectors} is not a directory")
-    return args.vectors
-
-
-def _target_argv(args: argparse.Namespace) -> list[str]:
-    """The options that name the target and how to reach it, as given: what a rerun of one case needs."""
-    argv = []
-    for name in ("python", "stdio", "grpc", "grpc_cmd", "plugin", "callback", "cookie", "manifest", "vectors"):
-        if getattr(args, name, None) is not None:
-            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-    if getattr(args, "launch_plugins", False):
-        argv.append("--launch-plugins")
-    for name, default in (("timeout", 10.0), ("handshake_timeout", 60.0)):
-        if getattr(args, name, default) != default:
-            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-    for env in args.env:
-        argv += ["--env", env]
-    return argv
-
-
-def _manifest(args: argparse.Namespace) -> manifest_mod.Manifest:
-    if _has_target(args) and not args.manifest:
-        raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
-    return manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
+    return _emit(certify.replay(args), args)
 
 
 def _selftest(args: argparse.Namespace) -> int:
@@ -341,88 +254,10 @@ def _selftest(args: argparse.Namespace) -> int:
     return 1 if any(o.problem for o in outcomes) or gaps else 0
 
 
-TARGETS = ("python", "stdio", "grpc", "grpc_cmd", "plugin")
-
-
-def _has_target(args: argparse.Namespace) -> bool:
-    return any(getattr(args, name, None) is not None for name in TARGETS)
-
-
-def _check_targets(args: argparse.Namespace) -> None:
-    """A target option given empty (an unset CI variable, say) is a mistake, not a request for the reference."""
-    for name in TARGETS:
-        value = getattr(args, name, None)
-        if value is not None and not value.strip():
-            raise InputError(f"--{name.replace('_', '-')}", "is empty; name the implementation, or leave the "
-                             "option out to certify the bundled reference")
-
-
-def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
-    """The binding's name and a function opening a fresh binding to the target."""
-    name, open_binding = _plain_opener(args, protocol, schema, reference, workdir)
-    if not getattr(args, "launch_plugins", False) or protocol != KERNEL_PROTOCOL:
-        return name, open_binding
-    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
-    from conformance.bindings.launch_plugins import LaunchingKernel
-    cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
-    return f"{name}+plugins", lambda: LaunchingKernel(open_binding(), workdir, args.timeout, cookie)
-
-
-def _plain_opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
-    from conformance.bindings.go_plugin import GoPluginBinding
-    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
-    from conformance.bindings.grpc_kernel import GrpcKernelBinding
-    from conformance.bindings.grpc_provider import GrpcProviderBinding
-    if getattr(args, "plugin", None):
-        if protocol == KERNEL_PROTOCOL:
-            raise InputError("--plugin", "launches provider plugins; a kernel vector needs another target")
-        cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
-        return "go-plugin", lambda: GoPluginBinding(args.plugin, cookie, workdir, args.timeout,
-                                                    args.handshake_timeout, tuple(args.env))
-    if getattr(args, "grpc", None) or getattr(args, "grpc_cmd", None):
-        if protocol == KERNEL_PROTOCOL:
-            return "grpc", lambda: GrpcKernelBinding(workdir, args.timeout, args.grpc, args.grpc_cmd, tuple(args.env))
-        return "grpc", lambda: GrpcProviderBinding(workdir, args.timeout, args.grpc, args.grpc_cmd,
-                                                   getattr(args, "callback", None), tuple(args.env))
-    if args.stdio:
-        return "stdio", lambda: StdioBinding(args.stdio, protocol, schema, workdir, args.timeout, tuple(args.env))
-    target = args.python or reference
-    PythonBinding(target, protocol, args.timeout)  # fail fast on a bad MOD:FACTORY
-    return "python", lambda: PythonBinding(target, protocol, args.timeout)
-
-
-def _first_start(connection: Connection) -> None:
-    """Start once up front so a command that cannot run at all is a usage error (exit 2)."""
-    try:
-        connection.binding()
-    except (HarnessError, CallFailed):
-        pass  # the implementation started but misbehaved: reported per case
-
-
-def _baseline(path: Path | None, catalog, roles: tuple[str, ...], known_cases: set[str]) -> list[dict] | None:
-    """Expected failures; an entry naming no requirement of this role, or no case, is a mistake (a typo would
-    otherwise read as a failure fixed)."""
-    if path is None:
-        return None
-    data = read_yaml(path)
-    entries = data.get("expected_failures") if isinstance(data, dict) else data
-    if not isinstance(entries, list):
-        raise InputError(str(path), "expected a list of {requirement, case?, reason} (or expected_failures: [...])")
-    requirements = {r.id for r in catalog.for_roles(roles)}
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not isinstance(entry.get("requirement"), str):
-            raise InputError(str(path), "each entry needs a requirement id", f"[{i}].requirement")
-        if entry["requirement"] not in requirements:
-            raise InputError(str(path), f"{entry['requirement']!r} is not a requirement of this role",
-                             f"[{i}].requirement")
-        if "case" in entry and (not isinstance(entry["case"], str) or entry["case"] not in known_cases):
-            raise InputError(str(path), f"no case has the id {entry['case']!r}", f"[{i}].case")
-    return entries
-
-
 def _emit(report, args: argparse.Namespace) -> int:
     outputs = [(args.report, lambda: json.dumps(json_report.to_json(report), indent=2, ensure_ascii=False) + "\n"),
-               (args.junit, lambda: junit.to_xml(report)), (args.markdown, lambda: markdown.to_markdown(report))]
+               (args.junit, lambda: junit.to_xml(report)), (args.markdown, lambda: markdown.to_markdown(report)),
+               (args.html, lambda: html.to_html(report))]
     if args.badge:
         outputs += [(args.badge / "badge.svg", lambda: badge.svg(report)),
                     (args.badge / "badge.json", lambda: json.dumps(badge.endpoint(report)) + "\n")]
@@ -443,10 +278,36 @@ def _write(path: Path, text: str) -> None:
         raise InputError(str(path), f"cannot write: {exc.strerror}") from None
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from conformance import explain
+    print(explain.explain(args.id))
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from conformance.reports import diff
+    found = diff.compare(diff.load(args.a), diff.load(args.b), str(args.a), str(args.b))
+    print(diff.to_markdown(found) if args.markdown else diff.to_text(found), end="")
+    return found.exit_code
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from conformance import matrix
+    from conformance.reports import matrix_report
+    for option, path in (("--html", args.html), ("--markdown", args.markdown), ("--json", args.json)):
+        certify.check_output_file(option, path)
+    found = matrix.run(args.file or matrix.DEMO, _parser().parse_args)
+    for path, text in ((args.json, json.dumps(matrix_report.to_json(found), indent=2, ensure_ascii=False) + "\n"),
+                       (args.markdown, matrix_report.to_markdown(found)), (args.html, matrix_report.to_html(found))):
+        _write(path, text)
+        print(f"wrote {path}")
+    return found.exit_code
+
+
 def _requirements(args: argparse.Namespace) -> int:
     from conformance import coverage
     catalog = catalog_mod.load()
-    matrix = coverage.build(catalog, _vectors_dir(args))
+    matrix = coverage.build(catalog, certify.vectors_dir(args))
     print(coverage.render(matrix))
     roles = {"kernel": catalog_mod.KERNEL_ROLES, "provider": catalog_mod.PROVIDER_ROLES,
              "all": catalog_mod.KERNEL_ROLES + catalog_mod.PROVIDER_ROLES}[args.role]

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from hypothesis import example, given, strategies as st
 
-from conformance import catalog as catalog_mod, cli, manifest, paths, vectors
+from conformance import catalog as catalog_mod, certify, manifest, paths, vectors
 from conformance.bindings.base import HarnessError
 from conformance.bindings.jsonlines import JsonLinesProcess
 from conformance.schemas import InputError, read_yaml
@@ -32,7 +32,7 @@ def read_everywhere(tmp_path_factory, catalog):
     path = tmp_path_factory.mktemp("fuzz") / "provider" / "fuzz.yaml"
     path.parent.mkdir()
     readers = [lambda: vectors.load_file(path, catalog), lambda: manifest.load(path),
-               lambda: cli._baseline(path, catalog, catalog_mod.PROVIDER_ROLES, {"provider/budget/file-fits-whole"})]
+               lambda: certify._baseline(path, catalog, catalog_mod.PROVIDER_ROLES, {"provider/budget/file-fits-whole"})]
 
     def read(data: bytes) -> None:
         path.write_bytes(data)

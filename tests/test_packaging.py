@@ -1,6 +1,7 @@
 """The wheel, not the checkout (issue 10): built and installed into a fresh
 venv, the suite finds its vectors, schemas and runners inside the installed
-package and certifies the references from a directory far from the checkout."""
+package and certifies the references from a directory far from the checkout;
+explain, diff and matrix work there too (issue 14)."""
 
 import importlib.util
 import os
@@ -67,7 +68,7 @@ def test_the_built_wheel_certifies_the_references_outside_the_checkout(tmp_path)
     installed = Path(_run([python, "-c", "from conformance import paths; print(paths.PACKAGE)"], elsewhere)
                      .stdout.strip())
     assert venv in installed.parents and ROOT not in installed.parents, installed
-    for folder in ("data", "runners"):
+    for folder in ("data", "runners", "reports/templates"):
         assert _files(installed / folder) == _files(paths.PACKAGE / folder), f"{folder}/ does not ship whole"
 
     ctxconf = venv / "bin" / "ctxconf"
@@ -77,3 +78,23 @@ def test_the_built_wheel_certifies_the_references_outside_the_checkout(tmp_path)
     assert "verdict: CONFORMANT" in _run([ctxconf, "kernel", "--profile", "ci"], elsewhere).stdout
     # The self-test launches the installed stdio shim for this variant's stdio run.
     _run([ctxconf, "selftest", "-k", "JoinedBySpace"], elsewhere)
+    _the_dispute_commands_work_from_the_wheel(ctxconf, installed, elsewhere)
+
+
+def _the_dispute_commands_work_from_the_wheel(ctxconf: Path, installed: Path, elsewhere: Path) -> None:
+    """explain, diff and matrix (issue 14), with the templates, the demo and the matrix schema the wheel ships."""
+    assert "spec: context/data-types.md#budget-mechanics" in _run([ctxconf, "explain", "K-BUDGET-REJECT"],
+                                                                 elsewhere).stdout
+    mutant = "conformance.proofs.kernel_mutants:PerSectionBudget"
+    _run([ctxconf, "kernel", "--no-properties", "--report", "reference.json", "--html", "reference.html"], elsewhere)
+    failing = subprocess.run([ctxconf, "kernel", "--no-properties", "--python", mutant, "--report", "mutant.json"],
+                             cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "<!DOCTYPE html>" in (elsewhere / "reference.html").read_text()
+    diff = subprocess.run([ctxconf, "diff", "reference.json", "mutant.json"], cwd=elsewhere, capture_output=True,
+                          text=True, timeout=60)
+    assert diff.returncode == 1 and "K-BUDGET-REJECT" in diff.stdout and "pass -> fail" in diff.stdout, diff
+    demo = installed / "data" / "matrix" / "demo.yaml"
+    _run([ctxconf, "matrix", demo], elsewhere)  # exit 0: every entry got the verdict it expects
+    for name in ("ctxconf-matrix.html", "ctxconf-matrix.md", "ctxconf-matrix.json"):
+        assert (elsewhere / name).stat().st_size > 1000, name

@@ -1,0 +1,235 @@
+"""Certifying one implementation: the path `ctxconf kernel`, `provider`, `replay` and `matrix` share.
+
+It takes the parsed command-line options (an argparse namespace, or one built
+by the same parser), checks them, runs the vectors and the property tests
+against the target and returns the Report. Writing the outputs is the caller's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from conformance import catalog as catalog_mod, manifest as manifest_mod, paths
+from conformance import vectors as vectors_mod
+from conformance.bindings import trace
+from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, CallFailed, HarnessError
+from conformance.bindings.python import PythonBinding
+from conformance.bindings.stdio import StdioBinding
+from conformance.engine.connection import Connection
+from conformance.engine import kernel_run, provider_run
+from conformance.properties import CASE_IDS
+from conformance.reports.progress import RunProgress
+from conformance.reports.verdict import Report, build
+from conformance.schemas import InputError, read_yaml
+
+if TYPE_CHECKING:
+    from conformance.properties.runner import PropertyRun
+
+REFERENCE_KERNEL = "conformance.reference.kernel:create"
+REFERENCE_PROVIDER = "conformance.reference.filereader:create"
+REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
+
+
+ROLES = {  # protocol, harness schema, bundled target, requirement roles
+    "kernel": (KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, catalog_mod.KERNEL_ROLES),
+    "provider": (PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, catalog_mod.PROVIDER_ROLES),
+}
+
+
+def role_run(args: argparse.Namespace, role: str) -> Report:
+    """`ctxconf kernel` or `ctxconf provider`: the vectors -k selects, then the property tests."""
+    catalog = catalog_mod.load()
+    every = vectors_mod.load_dir(role, catalog, vectors_dir(args))
+    filters = args.filter or []  # -k may be repeated: a case is selected when its id contains any of them
+
+    def selected(case_id: str) -> bool:
+        return not filters or any(text in case_id for text in filters)
+
+    vectors = [v for v in every if selected(v.id)]
+    run = _property_run(args) if not args.no_properties and selected(CASE_IDS[role]) else None
+    if not vectors and run is None:
+        raise InputError("--filter", "no case id contains " + " or ".join(repr(text) for text in filters))
+    scope = [" ".join(f"-k {text!r}" for text in filters)] if filters else []
+    scope += ["--no-properties"] if args.no_properties else []
+    known_cases = {v.id for v in every} | {CASE_IDS[role]}
+    return _certify(args, role, catalog, vectors, run, "; ".join(scope) or None, known_cases)
+
+
+def replay(args: argparse.Namespace) -> Report:
+    """`ctxconf replay FILE`: one vector file, against the role its id names."""
+    catalog = catalog_mod.load()
+    vector = vectors_mod.load_file(args.file, catalog)
+    role = vector.id.split("/")[0]
+    # A project's baseline names cases of the whole suite, not just the one replayed.
+    known_cases = {v.id for v in vectors_mod.load_dir(role, catalog)} | {vector.id, CASE_IDS[role]}
+    return _certify(args, role, catalog, [vector], None, f"replay of {vector.id}", known_cases)
+
+
+def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None,
+             partial: str | None, known_cases: set[str]) -> Report:
+    """Run the vectors (then the properties) against the target and report. A partial run (`partial`
+    says which) reports what it found but gives no verdict."""
+    protocol, schema, reference, roles = ROLES[role]
+    _check_targets(args)
+    check_outputs(args)
+    manifest = _manifest(args) if role == "provider" else None
+    baseline = _baseline(args.baseline, catalog, roles, known_cases)
+    with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, trace.to_file(args.trace), \
+            RunProgress(len(vectors) + (run is not None)) as progress:
+        name, opener = _opener(args, protocol, schema, reference, Path(workdir))
+        started = time.perf_counter()
+        with Connection(opener) as connection:
+            _first_start(connection)
+            if role == "kernel":
+                cases = kernel_run.run_vectors(connection, vectors, progress.finished)
+            else:
+                cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases",
+                                                 progress.finished)
+            if run:
+                from conformance.properties.runner import kernel_property, provider_property
+                progress.starting(f"property tests, profile {run.profile}, seed {run.seed}")
+                trace.set_case(CASE_IDS[role])
+                cases.append(kernel_property(connection, run) if role == "kernel" else
+                             provider_property(connection, run, manifest, Path(workdir) / "properties"))
+                progress.finished(cases[-1])
+            trace.set_case(None)  # the final stop belongs to the run, not to the last case
+            implementation = connection.implementation
+    return build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
+                 seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Where results go is checked before the run, so a typo does not cost a whole certification."""
+    for option, path in (("--badge", args.badge), ("--counterexamples", getattr(args, "counterexamples", None))):
+        if path is not None and path.exists() and not path.is_dir():
+            raise InputError(option, f"{path} is a file; name a directory")
+    for option, path in (("--report", args.report), ("--junit", args.junit), ("--markdown", args.markdown),
+                         ("--html", getattr(args, "html", None)), ("--trace", getattr(args, "trace", None))):
+        check_output_file(option, path)
+    for name in args.env:
+        if not name or "=" in name or "\0" in name:
+            raise InputError("--env", f"{name!r} is not an environment variable name")
+
+
+def check_output_file(option: str, path: Path | None) -> None:
+    if path is not None and path.is_dir():
+        raise InputError(option, f"{path} is a directory; name a file")
+    if path is not None and path.parent.exists() and not path.parent.is_dir():
+        raise InputError(option, f"{path.parent} is not a directory")
+
+
+def _property_run(args: argparse.Namespace) -> PropertyRun:
+    from conformance.properties.runner import PropertyRun
+    return PropertyRun(profile=args.profile, seed=args.seed, examples=args.examples,
+                       counterexamples=args.counterexamples)
+
+
+def vectors_dir(args: argparse.Namespace) -> Path | None:
+    if args.vectors is not None and not args.vectors.is_dir():
+        raise InputError("--vectors", f"{args.vectors} is not a directory")
+    return args.vectors
+
+
+def _target_argv(args: argparse.Namespace) -> list[str]:
+    """The options that name the target and how to reach it, as given: what a rerun of one case needs."""
+    argv = []
+    for name in ("python", "stdio", "grpc", "grpc_cmd", "plugin", "callback", "cookie", "manifest", "vectors"):
+        if getattr(args, name, None) is not None:
+            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    if getattr(args, "launch_plugins", False):
+        argv.append("--launch-plugins")
+    for name, default in (("timeout", 10.0), ("handshake_timeout", 60.0)):
+        if getattr(args, name, default) != default:
+            argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    for env in args.env:
+        argv += ["--env", env]
+    return argv
+
+
+def _manifest(args: argparse.Namespace) -> manifest_mod.Manifest:
+    if _has_target(args) and not args.manifest:
+        raise InputError("--manifest", "a provider target needs a manifest saying how to configure it")
+    return manifest_mod.load(args.manifest or REFERENCE_MANIFEST)
+
+
+TARGETS = ("python", "stdio", "grpc", "grpc_cmd", "plugin")
+
+
+def _has_target(args: argparse.Namespace) -> bool:
+    return any(getattr(args, name, None) is not None for name in TARGETS)
+
+
+def _check_targets(args: argparse.Namespace) -> None:
+    """A target option given empty (an unset CI variable, say) is a mistake, not a request for the reference."""
+    for name in TARGETS:
+        value = getattr(args, name, None)
+        if value is not None and not value.strip():
+            raise InputError(f"--{name.replace('_', '-')}", "is empty; name the implementation, or leave the "
+                             "option out to certify the bundled reference")
+
+
+def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
+    """The binding's name and a function opening a fresh binding to the target."""
+    name, open_binding = _plain_opener(args, protocol, schema, reference, workdir)
+    if not getattr(args, "launch_plugins", False) or protocol != KERNEL_PROTOCOL:
+        return name, open_binding
+    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
+    from conformance.bindings.launch_plugins import LaunchingKernel
+    cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
+    return f"{name}+plugins", lambda: LaunchingKernel(open_binding(), workdir, args.timeout, cookie)
+
+
+def _plain_opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
+    from conformance.bindings.go_plugin import GoPluginBinding
+    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
+    from conformance.bindings.grpc_kernel import GrpcKernelBinding
+    from conformance.bindings.grpc_provider import GrpcProviderBinding
+    if getattr(args, "plugin", None):
+        if protocol == KERNEL_PROTOCOL:
+            raise InputError("--plugin", "launches provider plugins; a kernel vector needs another target")
+        cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
+        return "go-plugin", lambda: GoPluginBinding(args.plugin, cookie, workdir, args.timeout,
+                                                    args.handshake_timeout, tuple(args.env))
+    if getattr(args, "grpc", None) or getattr(args, "grpc_cmd", None):
+        if protocol == KERNEL_PROTOCOL:
+            return "grpc", lambda: GrpcKernelBinding(workdir, args.timeout, args.grpc, args.grpc_cmd, tuple(args.env))
+        return "grpc", lambda: GrpcProviderBinding(workdir, args.timeout, args.grpc, args.grpc_cmd,
+                                                   getattr(args, "callback", None), tuple(args.env))
+    if args.stdio:
+        return "stdio", lambda: StdioBinding(args.stdio, protocol, schema, workdir, args.timeout, tuple(args.env))
+    target = args.python or reference
+    PythonBinding(target, protocol, args.timeout)  # fail fast on a bad MOD:FACTORY
+    return "python", lambda: PythonBinding(target, protocol, args.timeout)
+
+
+def _first_start(connection: Connection) -> None:
+    """Start once up front so a command that cannot run at all is a usage error (exit 2)."""
+    try:
+        connection.binding()
+    except (HarnessError, CallFailed):
+        pass  # the implementation started but misbehaved: reported per case
+
+
+def _baseline(path: Path | None, catalog, roles: tuple[str, ...], known_cases: set[str]) -> list[dict] | None:
+    """Expected failures; an entry naming no requirement of this role, or no case, is a mistake (a typo would
+    otherwise read as a failure fixed)."""
+    if path is None:
+        return None
+    data = read_yaml(path)
+    entries = data.get("expected_failures") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise InputError(str(path), "expected a list of {requirement, case?, reason} (or expected_failures: [...])")
+    requirements = {r.id for r in catalog.for_roles(roles)}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("requirement"), str):
+            raise InputError(str(path), "each entry needs a requirement id", f"[{i}].requirement")
+        if entry["requirement"] not in requirements:
+            raise InputError(str(path), f"{entry['requirement']!r} is not a requirement of this role",
+                             f"[{i}].requirement")
+        if "case" in entry and (not isinstance(entry["case"], str) or entry["case"] not in known_cases):
+            raise InputError(str(path), f"no case has the id {entry['case']!r}", f"[{i}].case")
+    return entries
