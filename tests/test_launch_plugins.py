@@ -1,0 +1,93 @@
+"""The plugin-launching mode (ctxconf kernel --launch-plugins): the kernel
+launches the fake providers as go-plugin plugins with its own machinery.
+The self-test certifies the reference kernel in this mode over stdio and
+catches the plugin-machinery mutants (tests/test_selftest.py); these tests
+run the command line end to end, and count the processes a run leaves."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conformance.bindings import process_tree
+from tests.conftest import RUNNERS, ROOT
+
+PLUGINS = "kernel/plugins/"
+
+
+def _run(tmp_path, *target: str) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp_path / "report.json"
+    # Every socket, report and plugin of the run lives under tmp_path (via TMPDIR), so that what the run
+    # left behind can be told from what other tests (other xdist workers) run at the same time.
+    run = subprocess.run([sys.executable, "-m", "conformance", "kernel", "--launch-plugins", *target, "-k", PLUGINS,
+                          "--no-properties", "--report", str(report)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
+    return run, json.loads(report.read_text())
+
+
+def _left_running(tmp_path) -> list[str]:
+    """Processes still running whose command line or working directory is inside tmp_path."""
+    mark = str(tmp_path).encode()
+    left = []
+    for pid, row in process_tree.process_table().items():
+        if row[0] in "ZX" or pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                argv = cmdline.read()
+            cwd = os.readlink(f"/proc/{pid}/cwd").encode()
+        except OSError:
+            continue
+        if mark in argv or cwd.startswith(mark):
+            left.append(f"{pid}: {argv.replace(b'\0', b' ').decode(errors='replace')[:200]}")
+    return left
+
+
+def _status(report: dict, requirement: str) -> str:
+    return next(r["status"] for r in report["requirements"] if r["id"] == requirement)
+
+
+@pytest.mark.parametrize("target", [(), ("--stdio", f"{sys.executable} {RUNNERS / 'stdio_shim.py'} "
+                                                   "conformance.reference.kernel:create"),
+                                    ("--grpc-cmd", f"{sys.executable} {RUNNERS / 'grpc_kernel_harness.py'} "
+                                                   "conformance.reference.kernel:create")],
+                         ids=["python", "stdio", "grpc"])
+def test_the_reference_kernel_launches_its_plugins_over_every_binding(tmp_path, target):
+    run, report = _run(tmp_path, *target)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert report["binding"].endswith("+plugins")
+    for requirement in ("K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN", "K-ERR-SOURCE-UNAVAILABLE"):
+        assert _status(report, requirement) == "pass", requirement
+    assert _left_running(tmp_path) == []
+
+
+def test_plugins_left_running_are_charged_then_killed(tmp_path):
+    run, report = _run(tmp_path, "--python", "conformance.proofs.kernel_mutants:LeavesPluginsRunning")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert _status(report, "K-PLUGIN-SHUTDOWN") == "fail"
+    assert _status(report, "K-CALLBACK-CHANNEL") == "pass"
+    assert _left_running(tmp_path) == []
+
+
+def test_without_the_mode_the_plugin_checks_are_skipped_not_passed(tmp_path):
+    report = tmp_path / "report.json"
+    run = subprocess.run([sys.executable, "-m", "conformance", "kernel", "-k", PLUGINS, "--no-properties",
+                          "--report", str(report)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _status(json.loads(report.read_text()), "K-CALLBACK-CHANNEL") == "skip"
+    assert "the plugin-launching mode (--launch-plugins)" in run.stdout
+
+
+def test_a_fake_plugin_refuses_to_run_without_its_host(tmp_path):
+    # As a go-plugin plugin does: started by hand, without the cookie, it says what it is and exits 1.
+    env = {k: v for k, v in os.environ.items() if k != "PLUGGABLEHARNESS_AGENT_PLUGIN"}
+    report = tmp_path / "plugin.jsonl"
+    run = subprocess.run([sys.executable, "-m", "conformance.bindings.fake_plugin", "--name", "x", "--relay",
+                          "unix:/nowhere", "--report", str(report)], capture_output=True, text=True, timeout=30,
+                         env={**env, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 1 and "meant to be launched" in run.stderr
+    events = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["started", "refused"] and events[0]["cookie"] == "missing"
