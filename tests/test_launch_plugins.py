@@ -15,6 +15,7 @@ from conformance.bindings import process_tree
 from tests.conftest import RUNNERS, ROOT
 
 PLUGINS = "kernel/plugins/"
+NUL = b"\0"
 
 
 def _run(tmp_path, *target: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -41,7 +42,7 @@ def _left_running(tmp_path) -> list[str]:
         except OSError:
             continue
         if mark in argv or cwd.startswith(mark):
-            left.append(f"{pid}: {argv.replace(b'\0', b' ').decode(errors='replace')[:200]}")
+            left.append(f"{pid}: {argv.replace(NUL, b' ').decode(errors='replace')[:200]}")
     return left
 
 
@@ -65,7 +66,8 @@ def test_the_reference_kernel_launches_its_plugins_over_every_binding(tmp_path, 
 
 def test_plugins_left_running_are_charged_then_killed(tmp_path):
     run, report = _run(tmp_path, "--python", "conformance.proofs.kernel_mutants:LeavesPluginsRunning")
-    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr  # a SHOULD: a warning, not a failed certification
+    assert "warnings (SHOULD): K-PLUGIN-SHUTDOWN" in run.stdout
     assert _status(report, "K-PLUGIN-SHUTDOWN") == "fail"
     assert _status(report, "K-CALLBACK-CHANNEL") == "pass"
     assert _left_running(tmp_path) == []
@@ -77,8 +79,11 @@ def test_without_the_mode_the_plugin_checks_are_skipped_not_passed(tmp_path):
                           "--report", str(report)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert _status(json.loads(report.read_text()), "K-CALLBACK-CHANNEL") == "skip"
-    assert "the plugin-launching mode (--launch-plugins)" in run.stdout
+    data = json.loads(report.read_text())
+    for requirement in ("K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN"):
+        assert _status(data, requirement) == "skip"
+    assert {c["skipped"] for c in data["cases"]} == {
+        "needs the plugin-launching mode (--launch-plugins), which the python binding does not offer"}
 
 
 def test_a_fake_plugin_refuses_to_run_without_its_host(tmp_path):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import queue
 import subprocess
-import tempfile
 import threading
 from typing import Callable
 
@@ -24,7 +23,7 @@ from google.protobuf import json_format
 from conformance.bindings.base import CallFailed
 from conformance.bindings.go_plugin_protocol import (CALLBACK_BROKER_ID, DEFAULT_COOKIE, BrokerOffer, host_env,
                                                      parse_handshake, shutdown)
-from conformance.bindings.grpc_wire import abort, failure_from, server, start
+from conformance.bindings.grpc_wire import SocketDir, abort, failure_from, server, start
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
 from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb2_grpc
@@ -97,11 +96,11 @@ class PluginFleet:
 
     def __init__(self, declared: list[dict], count_tokens: Callable[[dict], dict], hook_timeout_ms: int | None,
                  cookie: tuple[str, str] = DEFAULT_COOKIE):
-        self.sockets = tempfile.TemporaryDirectory(prefix="ctxconf-plugins-")
+        self.sockets = SocketDir()  # short enough for a unix socket path, wherever TMPDIR points
         self.deadline = (hook_timeout_ms or 10000) / 1000
         self.callbacks = server()
         kernel_pb2_grpc.add_KernelCallbackServiceServicer_to_server(_Callbacks(count_tokens), self.callbacks)
-        self.callback_address = f"unix:{self.sockets.name}/kernel-callback.sock"
+        self.callback_address = self.sockets.address("kernel-callback")
         start(self.callbacks, self.callback_address)
         self.env = self.plugin_env(cookie)
         self.plugins: dict[str, Plugin] = {}
@@ -118,7 +117,7 @@ class PluginFleet:
             raise
 
     def plugin_env(self, cookie: tuple[str, str]) -> dict[str, str]:
-        return {**os.environ, **host_env(cookie, self.sockets.name)}
+        return {**os.environ, **host_env(cookie, str(self.sockets.path))}
 
     def offers_callbacks(self, index: int) -> bool:
         """Every plugin gets the callback channel, whether or not it will use it."""
@@ -143,4 +142,4 @@ class PluginFleet:
         for plugin in self.plugins.values():
             plugin.close()
         self.callbacks.stop(grace=None)
-        self.sockets.cleanup()
+        self.sockets.remove()
