@@ -20,7 +20,7 @@ from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, CallFa
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
-from conformance.engine import kernel_run, provider_run
+from conformance.engine.funnel import run_cases
 from conformance.properties import CASE_IDS
 from conformance.reports.progress import RunProgress
 from conformance.reports.verdict import Report, build
@@ -84,19 +84,8 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
         started = time.perf_counter()
         with Connection(opener) as connection:
             _first_start(connection)
-            if role == "kernel":
-                cases = kernel_run.run_vectors(connection, vectors, progress.finished)
-            else:
-                cases = provider_run.run_vectors(connection, vectors, manifest, Path(workdir) / "cases",
-                                                 progress.finished)
-            if run:
-                from conformance.properties.runner import kernel_property, provider_property
-                progress.starting(f"property tests, profile {run.profile}, seed {run.seed}")
-                trace.set_case(CASE_IDS[role])
-                cases.append(kernel_property(connection, run) if role == "kernel" else
-                             provider_property(connection, run, manifest, Path(workdir) / "properties"))
-                progress.finished(cases[-1])
-            trace.set_case(None)  # the final stop belongs to the run, not to the last case
+            cases = run_cases(role, connection, vectors, run, Path(workdir), manifest, progress.finished,
+                              progress.starting)
             implementation = connection.implementation
     return build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
                  seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))

@@ -23,7 +23,7 @@ from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
-from conformance.engine.kernel_run import run_vectors
+from conformance.engine.funnel import run_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIMS = Path(__file__).resolve().parent / "shims"
@@ -49,12 +49,12 @@ def provider_vectors(catalog):
 
 def certify_python(factory, vectors, timeout: float = 10.0):
     with Connection(lambda: PythonBinding("test", KERNEL_PROTOCOL, timeout, factory=factory)) as connection:
-        return run_vectors(connection, vectors)
+        return run_cases("kernel", connection, vectors, None, ROOT)
 
 
 def certify_stdio(command: str, vectors, workdir: Path, timeout: float = 10.0):
     with Connection(lambda: StdioBinding(command, KERNEL_PROTOCOL, "kernel-protocol.json", workdir, timeout)) as c:
-        return run_vectors(c, vectors)
+        return run_cases("kernel", c, vectors, None, workdir)
 
 
 def failed_requirements(results) -> set[str]:
@@ -73,7 +73,6 @@ MANIFESTS = ROOT / "conformance" / "reference" / "manifests"
 def certify_provider(factory, manifest_name: str, vectors, run_dir: Path, command: str | None = None):
     from conformance import manifest as manifest_mod
     from conformance.bindings.base import PROVIDER_PROTOCOL
-    from conformance.engine import provider_run
 
     manifest = manifest_mod.load(MANIFESTS / f"{manifest_name}.yaml")
     if command:
@@ -81,7 +80,7 @@ def certify_provider(factory, manifest_name: str, vectors, run_dir: Path, comman
     else:
         opener = lambda: PythonBinding("test", PROVIDER_PROTOCOL, 10.0, factory=factory)
     with Connection(opener) as connection:
-        return provider_run.run_vectors(connection, vectors, manifest, run_dir / "cases")
+        return run_cases("provider", connection, vectors, None, run_dir, manifest)
 
 
 def processes_under(folder: Path) -> list[int]:

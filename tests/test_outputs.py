@@ -57,17 +57,24 @@ def test_a_case_errored_beside_a_baselined_failure_stays_an_error():
     assert ET.fromstring(junit.to_xml(report).split("\n", 1)[1]).get("errors") == "1"
 
 
-def test_a_failure_citing_no_catalog_requirement_is_never_conformant():
+def test_a_misspelt_requirement_id_is_refused_when_the_check_makes_its_finding():
+    from conformance.engine.results import Finding, UnknownRequirement
+
+    with pytest.raises(UnknownRequirement, match="K-SCOPE-DISCARDS"):
+        Finding("K-SCOPE-DISCARDS", False, "kept")
+
+
+def test_a_failure_citing_no_requirement_of_the_role_is_never_conformant():
     from conformance import catalog as catalog_mod
     from conformance.engine.results import CaseResult, Finding
     from conformance.reports.verdict import NOT_CONFORMANT, build
 
     ids = [r.id for r in catalog_mod.load().for_roles(catalog_mod.KERNEL_ROLES) if r.testable]
     held = CaseResult("kernel/all", "all", findings=[Finding(i, True) for i in ids])
-    misspelt = CaseResult("kernel/x", "x", findings=[Finding("K-SCOPE-DISCARDS", False, "kept")])
-    report = build(catalog_mod.load(), catalog_mod.KERNEL_ROLES, "kernel", [held, misspelt], "stdio", {}, 0.0)
+    astray = CaseResult("kernel/x", "x", findings=[Finding("P-RPCS", False, "a provider's requirement")])
+    report = build(catalog_mod.load(), catalog_mod.KERNEL_ROLES, "kernel", [held, astray], "stdio", {}, 0.0)
     assert report.verdict == NOT_CONFORMANT and report.exit_code == 1
-    assert "citing no catalog requirement" in report.verdict_line()
+    assert "citing no requirement of the role" in report.verdict_line()
 
 
 @pytest.mark.parametrize("options, scope", [(["-k", "kernel/budget/"], "-k 'kernel/budget/'"),

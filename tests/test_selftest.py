@@ -45,6 +45,10 @@ def test_a_failed_variant_and_a_straying_mutant_are_problems():
     assert selftest.certify(posing, "ci", None).problem.startswith("FALSE FAILURE of K-BUDGET-REJECT")
     undeclared = selftest.Subject("Undeclared", "kernel", wrong, breaks=("K-BUDGET-REJECT",))
     assert "does not declare" in selftest.certify(undeclared, "ci", None).problem
+    # A kill is every declared requirement caught: one of two is a problem, not a kill.
+    overclaiming = selftest.Subject("Overclaiming", "kernel", wrong, breaks=(*wrong.breaks, "K-TIMEOUT"), also=wrong.also)
+    outcome = selftest.certify(overclaiming, "ci", None, properties=False)
+    assert not outcome.killed and outcome.problem == "not caught on K-TIMEOUT, which it declares"
 
 
 def test_the_command_prints_both_matrices():

@@ -1,30 +1,84 @@
-"""The explicit expectations a vector writes under each requirement ID.
+"""The one expectation language of the vectors: what a vector writes under
+each requirement ID, for either role.
 
-`observation` is a plain dict of what was seen (the final chain, the calls,
-the diagnostics, ...); each assertion key compares one part of it. An
-assertion about something the observation lacks is a failure, never a pass.
+An `observation` is a plain dict of what was seen (the final chain, the
+calls, the diagnostics, a provider's reply...). Each assertion key names a
+function comparing one part of it; each role registers its own keys in a
+`Language`, and `one_of` (any accepted behaviour holds) belongs to both.
+An assertion about something the observation lacks is a failure, never a
+pass. One that the observation cannot judge at all (a reply-only assertion
+on a call that failed) raises NotEvaluable, and a requirement none of whose
+assertions could be judged gives no finding.
 """
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 from conformance.engine import prompt_text
 from conformance.engine.matching import match
 from conformance.engine.results import Finding
 
-
-def check(expect: dict, observation: dict, where: str) -> list[Finding]:
-    findings = []
-    for requirement, assertions in expect.items():
-        problems = evaluate(assertions, observation)
-        findings.append(Finding(requirement, not problems, "; ".join(problems), where))
-    return findings
+Assertion = Callable[[Any, dict, Any], list]  # (what the vector wants, the observation, the role's context)
 
 
-def evaluate(assertions: dict, seen: dict) -> list[str]:
-    problems: list[str] = []
-    for key, want in assertions.items():
-        problems += _ASSERTIONS[key](want, seen)
-    return problems
+class NotEvaluable(Exception):
+    """The observation cannot judge this assertion either way."""
+
+
+class Language:
+    def __init__(self, assertions: dict[str, Assertion]):
+        self.assertions = {**assertions, "one_of": self._one_of}
+
+    def check(self, expect: dict, seen: dict, where: str, context: Any = None) -> list[Finding]:
+        """One finding per requirement the expectations name, unless none of its assertions could be judged."""
+        findings = []
+        for requirement, assertions in expect.items():
+            try:
+                problems = self.evaluate(assertions, seen, context)
+            except NotEvaluable:
+                continue
+            findings.append(Finding(requirement, not problems, "; ".join(problems), where))
+        return findings
+
+    def evaluate(self, assertions: dict, seen: dict, context: Any = None) -> list[str]:
+        """The problems of every assertion that can be judged; NotEvaluable when none can."""
+        problems, judged = [], False
+        for key, want in assertions.items():
+            try:
+                problems += self.assertions[key](want, seen, context)
+                judged = True
+            except NotEvaluable:
+                pass
+        if not judged and assertions:
+            raise NotEvaluable
+        return problems
+
+    def _one_of(self, alternatives: list[dict], seen: dict, context: Any) -> list[str]:
+        outcomes, unjudged = [], False
+        for alternative in alternatives:
+            try:
+                outcomes.append(self.evaluate(alternative, seen, context))
+            except NotEvaluable:
+                unjudged = True
+        if any(not problems for problems in outcomes):
+            return []
+        if unjudged:
+            raise NotEvaluable  # an alternative the observation cannot judge may be the one that holds
+        return ["none of the accepted behaviours holds: " + " | ".join(
+            f"({i + 1}) " + "; ".join(p) for i, p in enumerate(outcomes))]
+
+    def unknown_keys(self, assertions: dict) -> list[str]:
+        """Keys no assertion of this role answers to, nested `one_of` alternatives included."""
+        unknown = [k for k in assertions if k not in self.assertions]
+        for alternative in assertions.get("one_of", []) if isinstance(assertions.get("one_of"), list) else []:
+            unknown += self.unknown_keys(alternative) if isinstance(alternative, dict) else []
+        return unknown
+
+
+def _kernel(assertion: Callable[[Any, dict], list]) -> Assertion:
+    """A kernel assertion needs no context."""
+    return lambda want, seen, context: assertion(want, seen)
 
 
 def _needs(seen: dict, key: str) -> list[str]:
@@ -154,19 +208,11 @@ def _scalar(key):
     return compare
 
 
-def _one_of(alternatives, seen):
-    outcomes = [evaluate(a, seen) for a in alternatives]
-    if any(not problems for problems in outcomes):
-        return []
-    return ["none of the accepted behaviours holds: " + " | ".join(
-        f"({i + 1}) " + "; ".join(p) for i, p in enumerate(outcomes))]
-
-
-_ASSERTIONS = {
+KERNEL = Language({key: _kernel(assertion) for key, assertion in {
     "chain": _chain, "calls": _calls, "contribute_calls": _contribute_calls, "sequential": _sequential,
     "requests": _requests,
     "diagnostics": _diagnostics, "no_diagnostics_for": _no_diagnostics_for, "turn_failed": _turn_failed,
     "turn_error": _turn_error, "history": _history, "prompt": _prompt, "warnings": _warnings,
     "no_warnings": _no_warnings, "count": _scalar("count"), "exact": _scalar("exact"),
-    "exact_truthful": _scalar("exact_truthful"), "one_of": _one_of,
-}
+    "exact_truthful": _scalar("exact_truthful"),
+}.items()})

@@ -18,11 +18,10 @@ from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
 from conformance.engine.kernel_judge import (Judgment, Outcome, judge_crash, judge_failure, judge_reply,
                                               same_but_tokens)
-from conformance.engine.results import Finding
+from conformance.engine.results import Finding, HarnessProblem
 from conformance.engine.scenario import KernelScenario, Model
 from conformance.wire import errors, tokens
 
-HARNESS = "harness"  # a finding about the harness protocol, not the spec: the case errors
 
 # The requirements these invariants can report on, for the coverage matrix.
 COVERS = frozenset({
@@ -57,7 +56,7 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
     if transcript.load is not None:
         codes = {w["code"] for w in transcript.load["warnings"]}
         findings += check_load(scenario, codes)
-        findings += expectations.check(scenario.expect_load, {"warnings": codes}, "load")
+        findings += expectations.KERNEL.check(scenario.expect_load, {"warnings": codes}, "load")
     sessions: dict[str, SessionState] = {}
     for number, record in enumerate(transcript.turns, 1):
         if record.result is None:
@@ -66,7 +65,7 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         expect = record.turn.expect
         if record.turn.kind == "count_tokens":  # one stateless observation: its vector says what it tests
             findings += check_count(scenario, record, where)
-            findings += expectations.check(expect, observation(scenario, record, transcript), where)
+            findings += expectations.KERNEL.check(expect, observation(scenario, record, transcript), where)
             continue
         state = sessions.setdefault(record.turn.input["session_id"], SessionState())
         invariants = TurnCheck(scenario, sessions, record, where, transcript.features).run()
@@ -78,7 +77,7 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
             # about anything else would charge its consequences too: one fault, one requirement.
             expect = {r: a for r, a in expect.items() if r in broken}
         state.went_wrong = state.went_wrong or bool(broken)
-        findings += expectations.check(expect, observation(scenario, record, transcript), where)
+        findings += expectations.KERNEL.check(expect, observation(scenario, record, transcript), where)
     if transcript.plugins is not None:
         findings += check_plugins(scenario, transcript.plugins)
     return findings
@@ -86,8 +85,8 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
 
 def check_plugins(scenario: KernelScenario, launches: list[dict]) -> list[Finding]:
     """The plugin-launching mode: what each plugin the kernel launched observed of its host."""
-    findings = [Finding(HARNESS, False, f"the kernel never launched the plugin of provider {name!r}: does its "
-                        "load start the command it is given for each provider?", "load")
+    findings = [HarnessProblem(f"the kernel never launched the plugin of provider {name!r}: does its "
+                               "load start the command it is given for each provider?", "load")
                 for name in sorted({p.name for p in scenario.providers} - {launch.get("name") for launch in launches})]
     for launch in launches:
         where = f"plugin {launch.get('name')} (pid {launch['pid']})"
@@ -228,12 +227,12 @@ class TurnCheck:
     def add(self, requirement: str, passed: bool, message: str = "", where: str = "") -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where or self.where))
 
-    def run(self) -> list[Finding]:
+    def run(self) -> list[Finding | HarnessProblem]:
         calls = self.record.contributes()
         names = [p.name for p in self.scenario.providers]
         unknown = [c.provider for c in calls if c.provider not in names]
         if unknown:
-            self.add(HARNESS, False, f"Contribute was called on undeclared providers {unknown}")
+            self.findings.append(HarnessProblem(f"Contribute was called on undeclared providers {unknown}", self.where))
             return self.findings
         if self.sees_overlap and len(self.record.calls) > 1:
             self.add("K-SEQUENTIAL", not any(c.overlapped for c in self.record.calls),
@@ -575,8 +574,9 @@ class TurnCheck:
             blame = ("K-APPLY-REWRITTEN-HISTORY", f"the conversation after the turn has {len(observed)} message(s); "
                      f"the accepted rewrite has {len(self.history)}")
         if blame is None:
-            self.add(HARNESS, False, f"the history returned ({len(observed)} message(s)) is not the session's "
-                     f"conversation with this turn's new messages appended ({len(self.history)})")
+            self.findings.append(HarnessProblem(f"the history returned ({len(observed)} message(s)) is not the "
+                                                f"session's conversation with this turn's new messages appended "
+                                                f"({len(self.history)})", self.where))
             return
         self.add(blame[0], False, blame[1])
         # Reported once; from here on, judge the session by the conversation the kernel actually keeps.

@@ -8,7 +8,7 @@ from typing import Callable, Iterable
 from conformance.engine import kernel_checks
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive
-from conformance.engine.results import CaseResult, suite_defect
+from conformance.engine.results import CaseResult, split_harness, suite_defect
 from conformance.engine.scenario import KernelScenario, from_vector
 from conformance.vectors import Vector
 
@@ -37,12 +37,11 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
         findings = kernel_checks.check_case(scenario, transcript)
     except Exception:
         findings, transcript.error = [], suite_defect("judging this case", transcript.error)
-    result.findings = [f for f in findings if f.requirement != kernel_checks.HARNESS]
-    harness = [f for f in findings if f.requirement == kernel_checks.HARNESS and not f.passed]
+    result.findings, harness = split_harness(findings)
     if transcript.error or harness:
-        messages = [transcript.error] if transcript.error else [f"{f.where}: {f.message}" for f in harness]
         stderr = binding.stderr().strip()
-        result.error = "\n".join(messages) + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr and transcript.error else "")
+        result.error = (transcript.error or harness) + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr and transcript.error
+                                                        else "")
         connection.discard()
     connection.release()
     result.seconds = time.perf_counter() - started

@@ -194,8 +194,10 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
         fields = {"request": contribute_request(step, budget, workdir)}
-    else:
+    elif step.kind in ("get_capabilities", "describe"):
         fields = {}
+    else:
+        raise ValueError(f"step kind {step.kind!r} has no meaning here (the vector schema should have refused it)")
     record.request = fields.get("request", fields.get("config"))
     try:
         result = binding.request(step.kind, fields, kernel)

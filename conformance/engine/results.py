@@ -9,8 +9,35 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass, field
+from enum import Enum
+from functools import lru_cache
 
-PASS, FAIL, ERROR, SKIP, XFAIL, NOT_TESTED = "pass", "fail", "error", "skip", "xfail", "not-tested"
+
+class Status(str, Enum):
+    """The status of a case, or of a requirement over a run. The value is how every report spells it."""
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+    XFAIL = "xfail"
+    NOT_TESTED = "not-tested"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PASS, FAIL, ERROR, SKIP, XFAIL, NOT_TESTED = (Status.PASS, Status.FAIL, Status.ERROR, Status.SKIP, Status.XFAIL,
+                                              Status.NOT_TESTED)
+
+
+class UnknownRequirement(ValueError):
+    """A check cited a requirement ID the catalog does not have: a defect of the suite, never a pass."""
+
+
+@lru_cache(maxsize=1)
+def _catalog_ids() -> frozenset[str]:
+    from conformance import catalog  # the catalog is data; loaded once, on the first finding
+    return frozenset(catalog.load().requirements)
 
 
 def suite_defect(what: str, error: str | None = None) -> str:
@@ -22,10 +49,28 @@ def suite_defect(what: str, error: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Finding:
+    """One observation about one requirement of the catalog: an ID it does not have is refused on the spot."""
     requirement: str
     passed: bool
     message: str = ""
     where: str = ""
+
+    def __post_init__(self) -> None:
+        if self.requirement not in _catalog_ids():
+            raise UnknownRequirement(f"a check cites {self.requirement!r}, which is not in the catalog")
+
+
+@dataclass(frozen=True)
+class HarnessProblem:
+    """What an implementation did that breaks the harness protocol rather than the spec: its case errors."""
+    message: str
+    where: str = ""
+
+
+def split_harness(found: list) -> tuple[list[Finding], str | None]:
+    """The findings, and the harness problems among them (failing nothing in the catalog) as an error text."""
+    problems = [f"{p.where}: {p.message}" if p.where else p.message for p in found if isinstance(p, HarnessProblem)]
+    return [f for f in found if isinstance(f, Finding)], "; ".join(problems) or None
 
 
 @dataclass
@@ -50,7 +95,7 @@ class CaseResult:
         return self.source if self.source.endswith((".yaml", ".yml")) else None
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         if self.skipped:
             return SKIP
         if any(not f.passed for f in self.findings):
@@ -59,7 +104,7 @@ class CaseResult:
             return ERROR
         return PASS
 
-    def status_for(self, requirement: str) -> str | None:
+    def status_for(self, requirement: str) -> Status | None:
         """This case's verdict on one requirement, or None if it says nothing of it."""
         mine = [f for f in self.findings if f.requirement == requirement]
         if self.skipped:

@@ -28,7 +28,7 @@ from conformance.bindings.base import HarnessError
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive as drive_kernel
 from conformance.engine.provider_driver import case_directory, drive as drive_provider, from_vector as provider_case
-from conformance.engine.results import CaseResult, Finding, suite_defect
+from conformance.engine.results import CaseResult, Finding, split_harness, suite_defect
 from conformance.engine.scenario import from_vector as kernel_scenario
 from conformance.manifest import Manifest
 from conformance.properties import CASE_IDS, PROFILES, strategies  # noqa: F401 (PROFILES: the runner's API too)
@@ -129,8 +129,8 @@ def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
         if transcript.error:
             connection.discard()
         findings = kernel_checks.check_case(scenario, transcript)
-        harness = [f"{f.where}: {f.message}" for f in findings if f.requirement == kernel_checks.HARNESS and not f.passed]
-        return [f for f in findings if f.requirement != kernel_checks.HARNESS], transcript.error or "; ".join(harness) or None
+        findings, harness = split_harness(findings)
+        return findings, transcript.error or harness
 
     return _result(CASE_IDS["kernel"], "Generated kernel scenarios hold every invariant",
                    run, strategies.kernel_scenarios(), attempt)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
+from conformance.engine.results import PASS
 from conformance.reports.verdict import CONFORMANT, INCOMPLETE, NOT_CONFORMANT, Report
 
 
 def _message(report: Report) -> tuple[str, str]:
     verdict = report.verdict
     if verdict == CONFORMANT:
-        passed = sum(1 for r in report.requirements if r.status == "pass")
+        passed = sum(1 for r in report.requirements if r.status == PASS)
         named = len(report.named)
         return (f"conformant over {report.binding} ({passed} passed)"
                 + (f"; {named} MUST{'s' * (named != 1)} not exercised" if named else ""),

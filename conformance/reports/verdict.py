@@ -24,20 +24,34 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from conformance import __version__
 from conformance.catalog import Catalog, Requirement
-from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult, Finding
+from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult, Finding, Status
 
-CONFORMANT, NOT_CONFORMANT, INCOMPLETE, NO_VERDICT = "conformant", "not conformant", "incomplete", "no verdict"
+
+
+class Verdict(str, Enum):
+    """What a run certifies; the value is how every report spells it."""
+    CONFORMANT = "conformant"
+    NOT_CONFORMANT = "not conformant"
+    INCOMPLETE = "incomplete"
+    NO_VERDICT = "no verdict"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+CONFORMANT, NOT_CONFORMANT, INCOMPLETE, NO_VERDICT = Verdict
 _PRECEDENCE = (FAIL, ERROR, XFAIL, PASS, SKIP)
 
 
 @dataclass
 class RequirementResult:
     requirement: Requirement
-    status: str
+    status: Status
     cases: list[str] = field(default_factory=list)
     failures: list[tuple[str, Finding]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -72,7 +86,7 @@ class Report:
     suite_version: str = __version__
     filtered: str | None = None   # a partial run (-k, --no-properties, a replayed vector): its scope
     xfailed: dict[str, list[str]] = field(default_factory=dict)  # case id: the baseline reasons for its failures
-    unattributed: list[tuple[str, Finding]] = field(default_factory=list)  # failures citing no catalog entry
+    unattributed: list[tuple[str, Finding]] = field(default_factory=list)  # failures citing no requirement of the role
     rerun_options: list[str] | None = None  # the target options, for a command that reruns one case
 
     def status_of(self, case: CaseResult) -> str:
@@ -125,7 +139,7 @@ class Report:
                 if r.requirement.testable and r.why_unexercised not in (None, "does not apply")]
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         if self.filtered is not None:
             return NO_VERDICT
         if self.blocking_failures or self.known_failures or self.errored_cases or self.unattributed:
@@ -143,7 +157,7 @@ class Report:
                  + (" or errored" if any(r.status == ERROR for r in self.blocking_failures) else "")),
                 (len(self.known_failures), f"{plural(len(self.known_failures), 'known failure')}, baselined"),
                 (len(self.errored_cases), f"{plural(len(self.errored_cases), 'case')} errored"),
-                (len(self.unattributed), f"{plural(len(self.unattributed), 'failure')} citing no catalog requirement "
+                (len(self.unattributed), f"{plural(len(self.unattributed), 'failure')} citing no requirement of the role "
                  "(a defect of the suite)")) if count]
         if verdict == INCOMPLETE:
             return ["never exercised: " + ", ".join(r.id for r in self.unexercised)]
