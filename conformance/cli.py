@@ -31,6 +31,7 @@ from conformance import __version__, catalog as catalog_mod, certify
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
 from conformance.properties import CASE_IDS, PROFILES
 from conformance.reports import badge, console, html, json_report, junit, markdown
+from conformance.reports.verdict import Exit
 from conformance.schemas import InputError
 
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (InputError, LaunchError) as exc:
         print(f"ctxconf: error: {exc}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     except KeyboardInterrupt as exc:
         print("ctxconf: interrupted", file=sys.stderr)
         return 128 + getattr(exc, "signum", signal.SIGINT)  # 130, 143 (SIGTERM) or 129 (SIGHUP), as a shell says
@@ -251,7 +252,7 @@ def _selftest(args: argparse.Namespace) -> int:
     if args.report:
         _write(args.report, json.dumps(selftest.to_json(outcomes, seconds), indent=2) + "\n")
     gaps = not args.filter and (selftest.idle_vectors(outcomes) or selftest.only_by_properties(outcomes))
-    return 1 if any(o.problem for o in outcomes) or gaps else 0
+    return Exit.FAILED if any(o.problem for o in outcomes) or gaps else Exit.OK
 
 
 def _emit(report, args: argparse.Namespace) -> int:
@@ -281,7 +282,7 @@ def _write(path: Path, text: str) -> None:
 def _explain(args: argparse.Namespace) -> int:
     from conformance import explain
     print(explain.explain(args.id))
-    return 0
+    return Exit.OK
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -318,4 +319,4 @@ def _requirements(args: argparse.Namespace) -> int:
         problems += [f"anchor not in the spec: {m}" for m in catalog_mod.missing_anchors(catalog, args.spec)]
     for problem in problems:
         print(f"GAP: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return Exit.FAILED if problems else Exit.OK

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.reports.verdict import plural
+from conformance.reports.verdict import Exit, plural
 from conformance.schemas import InputError, check
 
 MISSING = "absent"  # a requirement or case one report has and the other does not
@@ -75,8 +75,8 @@ class Diff:
         return not (self.verdict_changed or self.requirements or self.cases or self.new or self.gone or self.errors)
 
     @property
-    def exit_code(self) -> int:
-        return 0 if self.identical else 1
+    def exit_code(self) -> Exit:
+        return Exit.OK if self.identical else Exit.FAILED
 
 
 def compare(a: dict, b: dict, a_name: str = "A", b_name: str = "B") -> Diff:

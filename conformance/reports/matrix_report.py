@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from conformance import catalog as catalog_mod
 from conformance.catalog import spec_url
 from conformance.reports.html import environment
+from conformance.reports.verdict import Exit
 
 FOLLOWS, ACCEPTED, FAILS, NOT_OBSERVED = "follows", "accepted", "fails", "not observed"
 SIDE_TEXT = {FOLLOWS: "took the ruling's side (the one behaviour it accepts)",
@@ -62,9 +63,9 @@ class Matrix:
     rulings: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
-    def exit_code(self) -> int:
-        """1 when an implementation got a verdict other than the one its entry expects."""
-        return 1 if any(c.as_expected is False for c in self.columns) else 0
+    def exit_code(self) -> Exit:
+        """FAILED when an implementation got a verdict other than the one its entry expects."""
+        return Exit.FAILED if any(c.as_expected is False for c in self.columns) else Exit.OK
 
     def roles(self) -> list[str]:
         return [role for role in ("kernel", "provider") if any(c.role == role for c in self.columns)]

@@ -24,13 +24,20 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, IntEnum
 from pathlib import Path
 
 from conformance import __version__
 from conformance.catalog import Catalog, Requirement
 from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult, Finding, Status
 
+
+
+class Exit(IntEnum):
+    """The exit codes of every ctxconf command."""
+    OK = 0          # conformant, identical, as expected, or nothing found by a partial run
+    FAILED = 1      # what the command judges did not hold
+    USAGE = 2       # bad input: an option, a file or a field, named in the message
 
 
 class Verdict(str, Enum):
@@ -168,15 +175,15 @@ class Report:
         return self.verdict + (f" ({'; '.join(details)})" if details else "")
 
     @property
-    def exit_code(self) -> int:
-        """0 when conformant, or when only baselined failures stand in the way (regression gating)."""
+    def exit_code(self) -> Exit:
+        """OK when conformant, or when only baselined failures stand in the way (regression gating)."""
         if self.verdict == CONFORMANT:
-            return 0
+            return Exit.OK
         broken = self.blocking_failures or self.errored_cases or self.unattributed
         if self.verdict == NO_VERDICT:
-            return 1 if broken else 0  # a partial run fails on what it found, never on what it left out
+            return Exit.FAILED if broken else Exit.OK  # a partial run fails on what it found, not on what it left out
         gated = self.verdict == NOT_CONFORMANT and not broken and not self.unexercised
-        return 0 if gated else 1
+        return Exit.OK if gated else Exit.FAILED
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
