@@ -5,6 +5,7 @@ replaced after any error, and always closed at the end."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import Callable
 
 from conformance.bindings import trace
@@ -69,6 +70,23 @@ class Connection:
             raise
         self.failed_launches = 0
         return binding
+
+    def run(self, result: CaseResult, play: Callable[[Binding], str | None]) -> CaseResult:
+        """One case, for either role: a binding for it (or the case's error when none starts), the role's
+        `play` (drive, judge, fill in `result`; it returns the error that cut the case short, if any),
+        then the error path both roles share: the implementation's stderr with the error, and a binding
+        that erred is not used again."""
+        started = time.perf_counter()
+        binding = self.binding_for(result)
+        if binding is not None:
+            error = play(binding)
+            if error:
+                stderr = binding.stderr().strip()
+                result.error = error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")
+                self.discard()
+            self.release()
+        result.seconds = time.perf_counter() - started
+        return result
 
     def release(self) -> None:
         """At the end of a case: a binding that will not serve another is closed now, so that what closing

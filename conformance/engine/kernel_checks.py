@@ -70,7 +70,7 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         state = sessions.setdefault(record.turn.input["session_id"], SessionState())
         invariants = TurnCheck(scenario, sessions, record, where, transcript.features).run()
         findings += invariants
-        broken = {f.requirement for f in invariants if not f.passed}
+        broken = {f.requirement for f in invariants if isinstance(f, Finding) and not f.passed}
         if broken or state.went_wrong:
             # A vector's expectations are written for a session that has gone right so far. Once the
             # invariants (which follow what the kernel actually did) have charged a fault, expectations

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Iterable
 
+from conformance.bindings.base import Binding
 from conformance.engine import kernel_checks
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive
@@ -23,29 +23,22 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
                 requirements: tuple[str, ...] = (), rulings: tuple[str, ...] = (), needs: tuple[str, ...] = (),
                 source: str = "") -> CaseResult:
     result = CaseResult(case_id, title, requirements, rulings, source=source)
-    started = time.perf_counter()
-    binding = connection.binding_for(result)
-    if binding is None:
-        return result
-    missing = [n for n in needs if n not in binding.features]
-    if missing:
-        result.needs = " and ".join(FEATURES.get(n, n) for n in missing)
-        result.skipped = f"needs {result.needs}, which the {binding.name} binding does not offer"
-        return result
-    transcript = drive(binding, scenario)
-    try:
-        findings = kernel_checks.check_case(scenario, transcript)
-    except Exception:
-        findings, transcript.error = [], suite_defect("judging this case", transcript.error)
-    result.findings, harness = split_harness(findings)
-    if transcript.error or harness:
-        stderr = binding.stderr().strip()
-        result.error = (transcript.error or harness) + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr and transcript.error
-                                                        else "")
-        connection.discard()
-    connection.release()
-    result.seconds = time.perf_counter() - started
-    return result
+
+    def play(binding: Binding) -> str | None:
+        missing = [n for n in needs if n not in binding.features]
+        if missing:
+            result.needs = " and ".join(FEATURES.get(n, n) for n in missing)
+            result.skipped = f"needs {result.needs}, which the {binding.name} binding does not offer"
+            return None
+        transcript = drive(binding, scenario)
+        try:
+            findings = kernel_checks.check_case(scenario, transcript)
+        except Exception:
+            findings, transcript.error = [], suite_defect("judging this case", transcript.error)
+        result.findings, harness = split_harness(findings)
+        return transcript.error or harness
+
+    return connection.run(result, play)
 
 
 def run_vectors(connection: Connection, vectors: Iterable[Vector],

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from conformance.bindings.base import Binding
 from conformance.engine import provider_checks
 from conformance.engine.connection import Connection
 from conformance.engine.provider_driver import case_directory, drive, from_vector
@@ -39,24 +39,17 @@ def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Man
 def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_dir: Path) -> CaseResult:
     case = from_vector(vector.doc)
     result = CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path))
-    started = time.perf_counter()
-    binding = connection.binding_for(result)
-    if binding is None:
-        return result
-    transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
-    reason = applies(case.applies_to, manifest, transcript.capabilities or {})
-    if reason:
-        result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
-    else:
+
+    def play(binding: Binding) -> str | None:
+        transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
+        reason = applies(case.applies_to, manifest, transcript.capabilities or {})
+        if reason:
+            result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
+            return transcript.error
         try:
             result.findings = provider_checks.check_case(transcript, manifest)
         except Exception:
             transcript.error = suite_defect("judging this case", transcript.error)
-        if transcript.error:
-            stderr = binding.stderr().strip()
-            result.error = transcript.error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")
-    if transcript.error:
-        connection.discard()
-    connection.release()
-    result.seconds = time.perf_counter() - started
-    return result
+        return transcript.error
+
+    return connection.run(result, play)

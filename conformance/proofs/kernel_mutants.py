@@ -2,8 +2,10 @@
 
 Every mutant overrides one decision of ReferenceKernel and declares the
 requirement(s) it breaks. The self-test runs the suite against each one and
-expects exactly those to be reported failing: `breaks` must fail, and
-nothing outside `breaks` and `also` may. `also` lists the requirements the
+expects exactly those to be reported failing: every one of `breaks` must
+fail, and nothing outside `breaks` and `also` may. A property-only mutant is
+seen through the one counterexample the property tests stop at, so it
+declares in `breaks` what that shows and the rest under `also`. `also` lists the requirements the
 same bug unavoidably breaks too (a kernel that counts characters gets budgets
 and history_tokens wrong as well as the formula). A `property_only` mutant
 hides where no golden vector looks; only the generated scenarios find it.
@@ -651,18 +653,21 @@ class SortsLongChains(ReferenceKernel):
         return self.providers if len(self.providers) <= 6 else sorted(self.providers, key=lambda p: p.name)
 
 
-@mutant("K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", property_only=True)
+@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"], property_only=True)
 class TrustsFiguresAfterFirstSection(ReferenceKernel):
-    """Recounts the first section of a reply but trusts the stated figure of any further ones."""
+    """Recounts the first section of a reply but trusts the stated figure of any further ones (a compactor's
+    chain too, when the counterexample has one)."""
 
     def over_budget(self, sections, budget, model, call):
         return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
                    for i, s in enumerate(sections)) > budget
 
 
-@mutant("K-SCOPE-DISCARD", "K-SCOPE-LOG", property_only=True)
+@mutant("K-SCOPE-LOG", also=["K-SCOPE-DISCARD"], property_only=True)
 class ScopeIgnoresFlags(ReferenceKernel):
-    """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated flags."""
+    """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated
+    flags. The reply it wrongly accepts goes unreported; it also reaches the chain unless its own sections
+    are then dropped for their budget, as in the counterexample the ci profile finds first."""
 
     def in_scope(self, provider, chain, sections):
         key = lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"])
