@@ -307,16 +307,20 @@ def _kill_matrix(mutants: list[Outcome]) -> list[str]:
 
 def _false_failure_matrix(rows: dict[tuple[str, str], dict[str, Outcome]]) -> list[str]:
     lines = ["False-failure matrix: the references and every conforming variant pass over each binding", "",
-             f"{'implementation':<44} {'grants':<34} " + " ".join(f"{b:<8}" for b in BINDINGS)]
+             f"{'implementation':<44} {'grants':<34} " + " ".join(f"{b:<{_width(b)}}" for b in BINDINGS)]
     for (role, name), by_binding in rows.items():
         subject = next(iter(by_binding.values())).subject
         cells = ["-" if b not in by_binding else "FAIL" if by_binding[b].problem else "clean" for b in BINDINGS]
         lines.append(f"{f'{name} ({role})':<44} {(subject.grants or '(reference)')[:34]:<34} "
-                     + " ".join(f"{c:<8}" for c in cells))
+                     + " ".join(f"{c:<{_width(b)}}" for c, b in zip(cells, BINDINGS)))
         if subject.freedom:
             lines.append(f"{'':<44}   {subject.freedom}")
         lines += [f"{'':<44}   {b}: {o.problem}" for b, o in by_binding.items() if o.problem]
     return lines
+
+
+def _width(binding: str) -> int:
+    return max(len(binding), 8)
 
 
 def _mark(subject: Subject, caught: set[str]) -> str:
