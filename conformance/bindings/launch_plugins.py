@@ -121,14 +121,19 @@ class LaunchingKernel:
 
     def _kill_leftovers(self) -> None:
         """A plugin the kernel left running has been charged already; it must not outlive the run."""
-        for pid in [p for p in self.launched if _alive(p) and self._ours(p)]:
+        killed = [p for p in self.launched if _alive(p) and self._ours(p)]
+        for pid in killed:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for pid in [p for p in self.launched if _alive(p) or _zombie(p)]:
+        deadline = time.monotonic() + 1.0
+        for pid in killed:
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        for pid in [p for p in self.launched if _zombie(p)]:
             try:
-                os.waitpid(pid, 0)  # ours when the kernel runs in-process, or when it was reparented to us
+                os.waitpid(pid, os.WNOHANG)  # ours when the kernel runs in-process, or when it was reparented to us
             except ChildProcessError:
                 pass
 

@@ -111,8 +111,9 @@ def check_plugins(scenario: KernelScenario, launches: list[dict]) -> list[Findin
                 findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
                                         "model_ref said exact: true, though no tokenizer could have counted", where))
         if not launch["crashed"]:
-            findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["exited"], "still running "
-                                    "when the kernel had been done with its configuration for 5s", where))
+            asked = "though it was sent" if launch["shutdown"] else "and was never sent"
+            findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["exited"], "still running when the kernel had been "
+                                    f"done with its configuration for 5s, {asked} GRPCController/Shutdown", where))
     return findings
 
 
