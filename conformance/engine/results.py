@@ -13,17 +13,21 @@ from enum import Enum
 from functools import lru_cache
 
 
-class Status(str, Enum):
-    """The status of a case, or of a requirement over a run. The value is how every report spells it."""
+class Spelled(str, Enum):
+    """An enum whose value is how every report spells it, in JSON and in text alike."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Status(Spelled):
+    """The status of a case, or of a requirement over a run."""
     PASS = "pass"
     FAIL = "fail"
     ERROR = "error"
     SKIP = "skip"
     XFAIL = "xfail"
     NOT_TESTED = "not-tested"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 PASS, FAIL, ERROR, SKIP, XFAIL, NOT_TESTED = (Status.PASS, Status.FAIL, Status.ERROR, Status.SKIP, Status.XFAIL,

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import IntEnum
 from pathlib import Path
 
 from conformance import __version__
 from conformance.catalog import Catalog, Requirement
-from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult, Finding, Status
+from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult, Finding, Spelled, Status
 
 
 
@@ -40,15 +40,12 @@ class Exit(IntEnum):
     USAGE = 2       # bad input: an option, a file or a field, named in the message
 
 
-class Verdict(str, Enum):
-    """What a run certifies; the value is how every report spells it."""
+class Verdict(Spelled):
+    """What a run certifies."""
     CONFORMANT = "conformant"
     NOT_CONFORMANT = "not conformant"
     INCOMPLETE = "incomplete"
     NO_VERDICT = "no verdict"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 CONFORMANT, NOT_CONFORMANT, INCOMPLETE, NO_VERDICT = Verdict
