@@ -1,5 +1,5 @@
 """Provider manifests: how the suite configures a provider against the fixture
-files it writes (DESIGN §6). Validated on load; a bad manifest is exit 2."""
+files it writes (docs/provider-protocol.md). Validated on load; a bad manifest is exit 2."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A child process spoken to in JSON lines: the transport under the stdio
-bindings of both roles (DESIGN §5, §6).
+bindings of both roles (docs/kernel-protocol.md, docs/provider-protocol.md).
 
 The child runs in its own session, in a per-run working directory, with an
 allow-listed environment; every wait has a deadline; what it writes is read

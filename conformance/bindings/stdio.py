@@ -1,5 +1,5 @@
 """The stdio binding: a command speaking ctxconf-kernel/1 or ctxconf-provider/1
-in JSON lines (DESIGN §5, §6). The same framing serves both roles."""
+in JSON lines (docs/kernel-protocol.md, docs/provider-protocol.md). The same framing serves both roles."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 message: what Go's protojson writes (lowerCamelCase, int64 as strings, default
 values left out), enums as numbers, and fields the reader has never heard of.
 The conforming variants speak them, to prove the suite reads every form the
-proto3 JSON mapping allows (DESIGN §4)."""
+proto3 JSON mapping allows (docs/kernel-protocol.md, docs/provider-protocol.md)."""
 
 from __future__ import annotations
 
