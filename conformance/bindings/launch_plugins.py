@@ -27,6 +27,8 @@ from conformance.bindings.grpc_wire import SocketDir
 
 FEATURE = "launch_plugins"
 SHUTDOWN_GRACE = 5.0  # after the kernel is done with a configuration, for its plugins to be gone
+# Planted in the kernel's own environment: a plugin that is handed it got more than an allowlist (K-PLUGIN-ENV).
+PLANTED_SECRET = ("CTXCONF_KERNEL_API_KEY", "planted-by-ctxconf-not-for-plugins")
 
 
 class LaunchingKernel:
@@ -40,6 +42,19 @@ class LaunchingKernel:
         self.reports: list[Path] = []     # this configuration's plugin reports
         self.launched: set[int] = set()   # every plugin pid seen, so that none outlives the run
         self.closed = False
+        self.planted = self._plant()
+
+    def _plant(self) -> bool:
+        """Put the secret in the environment the kernel will run with, where the suite decides it: a launched
+        kernel's (before it starts), or the suite's own for one in this process. Not one already running."""
+        process = getattr(self.inner, "process", None)
+        if process is not None and process.process is None:
+            process.env[PLANTED_SECRET[0]] = PLANTED_SECRET[1]
+            return True
+        if self.inner.name == "python":
+            os.environ[PLANTED_SECRET[0]] = PLANTED_SECRET[1]
+            return True
+        return False
 
     @property
     def name(self) -> str:
@@ -111,6 +126,7 @@ class LaunchingKernel:
             while _alive(launch["pid"]) and time.monotonic() < deadline:
                 time.sleep(0.02)
             launch["exited"] = not _alive(launch["pid"])
+            launch["handed_secret"] = PLANTED_SECRET[0] in launch.get("env", ()) if self.planted else None
         self._kill_leftovers()
         return launches
 
@@ -150,6 +166,8 @@ class LaunchingKernel:
 
     def close(self) -> None:
         self._close_inner()
+        if self.inner.name == "python":
+            os.environ.pop(PLANTED_SECRET[0], None)
         for report in self.sockets.path.glob("load*.jsonl"):
             self.launched |= {launch["pid"] for launch in _read(report)}
         self._kill_leftovers()

@@ -35,7 +35,7 @@ COVERS = frozenset({
     "K-ERR-INVALID-REQUEST-LOG", "K-ERR-UNKNOWN-RAW-MESSAGE", "K-NO-SILENT-FALLBACK",
     "K-TRANSFORM-ERROR-SURFACED", "K-TIMEOUT", "K-COUNT-FALLBACK-FORMULA", "K-COUNT-RESOLUTION",
     "K-COUNT-EXACT-FLAG", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
-    "K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN",
+    "K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN", "K-PLUGIN-ENV",
 })
 
 
@@ -94,6 +94,10 @@ def check_plugins(scenario: KernelScenario, launches: list[dict]) -> list[Findin
         findings.append(Finding("K-PLUGIN-HANDSHAKE", launch.get("cookie") == "ok" and "1" in versions,
                                 f"launched with the magic cookie {launch.get('cookie')} and PLUGIN_PROTOCOL_VERSIONS="
                                 f"{launch.get('protocol_versions')!r}; the handshake needs the cookie and version 1", where))
+        if launch.get("handed_secret") is not None:
+            findings.append(Finding("K-PLUGIN-ENV", not launch["handed_secret"], "its environment held a variable "
+                                    "the suite planted in the kernel's own: it inherited the kernel's environment "
+                                    "rather than an allowlist", where))
         if "refused" in launch:
             continue  # it never served: nothing else about it to judge
         offered = 1 in launch["offers"]

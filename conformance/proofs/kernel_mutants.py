@@ -14,6 +14,7 @@ hides where no golden vector looks; only the generated scenarios find it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 
@@ -711,6 +712,20 @@ class CompactorOutageFailsTurn(ReferenceKernel):
 
 
 # --- the plugin machinery (ctxconf kernel --launch-plugins) ------------------------------
+
+class _WholeEnvironment(PluginFleet):
+    def plugin_env(self, cookie):
+        return {**os.environ, **super().plugin_env(cookie)}
+
+
+@mutant("K-PLUGIN-ENV", launches_plugins=True)
+class PassesItsEnvironment(ReferenceKernel):
+    """Launches its plugins with its own whole environment, as exec.Command does when Env is left unset."""
+
+    @staticmethod
+    def plugin_fleet():
+        return _WholeEnvironment
+
 
 class _SilentBroker(PluginFleet):
     def offers_callbacks(self, index):

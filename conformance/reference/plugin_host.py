@@ -28,6 +28,9 @@ from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
 from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb2_grpc
 
+# What a plugin may see of the kernel's environment (architecture.md#transport): enough to run a program.
+ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV",
+                 "PYTHONPATH")
 HANDSHAKE_TIMEOUT = 30.0
 KILL_AFTER = 2.0   # after Shutdown, as go-plugin's client.Kill waits
 REQUESTS = {"GetCapabilities": context_pb2.GetCapabilitiesRequest, "Configure": context_pb2.ConfigureRequest,
@@ -117,7 +120,9 @@ class PluginFleet:
             raise
 
     def plugin_env(self, cookie: tuple[str, str]) -> dict[str, str]:
-        return {**os.environ, **host_env(cookie, str(self.sockets.path))}
+        """An allowlist of the kernel's environment, and go-plugin's own variables: no secret of the kernel's."""
+        allowed = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+        return {**allowed, **host_env(cookie, str(self.sockets.path))}
 
     def offers_callbacks(self, index: int) -> bool:
         """Every plugin gets the callback channel, whether or not it will use it."""
