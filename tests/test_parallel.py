@@ -30,8 +30,10 @@ def progress_lines(stderr: str) -> list[str]:
 @pytest.mark.parametrize("role, target", [("kernel", ()), ("kernel", ("--stdio", MUTANT)), ("provider", ())],
                          ids=["kernel-in-process", "kernel-stdio-mutant", "provider-in-process"])
 def test_a_parallel_run_reports_exactly_what_a_serial_run_reports(role, target, tmp_path):
-    serial = ctxconf(role, *target, "--profile", "ci", "--report", str(tmp_path / "serial.json"))
-    parallel = ctxconf(role, *target, "--profile", "ci", "--jobs", "3", "--report", str(tmp_path / "jobs.json"))
+    # one folder for both: a shrunk counterexample's path is in the report (and never in the shared checkout)
+    common = (*target, "--profile", "ci", "--counterexamples", str(tmp_path / "cx"))
+    serial = ctxconf(role, *common, "--report", str(tmp_path / "serial.json"))
+    parallel = ctxconf(role, *common, "--jobs", "3", "--report", str(tmp_path / "jobs.json"))
     assert serial.returncode == parallel.returncode == (1 if target else 0), parallel.stderr
     one, other = comparable(tmp_path / "serial.json"), comparable(tmp_path / "jobs.json")
     assert one == other
