@@ -88,7 +88,8 @@ def ctxconf_against(tmp_path: Path, shim: str, arg: str = "", cases: str = ONE, 
     process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if interrupt is not None:
-            _when(lambda: len(_marked(token)) >= running, f"{running} processes of {shim} (and daemons) running")
+            _when(lambda: len(_marked(token)) >= running, f"{running} processes of {shim} (and daemons) running",
+                  within=20.0 * (running // 2))  # more launches, more start-up on a loaded machine
             process.send_signal(interrupt)
         _, err = process.communicate(timeout=60)
     finally:
