@@ -62,19 +62,35 @@ def _serve(make_worker, worker_args: tuple, pipe) -> None:
             pass
 
 
-def run(jobs: int, make_worker: Callable, worker_args: tuple, items: list, on_result: Callable[[Any], None],
-        lost: Callable[[int, Any, str], Any]) -> list:
-    context = _context()
-    pending = list(enumerate(items))[::-1]  # popped from the end: the first item first
-    values: list = [None] * len(items)
-    arrived = [False] * len(items)
-    workers = []  # [process, pipe, the index it is on (or None)]
+def _start(context, jobs: int, make_worker, worker_args: tuple) -> list[list]:
+    """[process, our end of its pipe, the index it is on (None: none)] for each worker."""
+    workers: list[list] = []
     for number in range(jobs):
         mine, theirs = context.Pipe()
         process = context.Process(target=_serve, args=(make_worker, (*worker_args, number), theirs), daemon=True)
-        process.start()
-        theirs.close()
+        try:
+            process.start()
+        except OSError:
+            for pipe in (mine, theirs, *(w[1] for w in workers)):
+                pipe.close()
+            for started, _, _ in workers:
+                started.kill()
+            raise
+        finally:
+            theirs.close()
         workers.append([process, mine, None])
+    return workers
+
+
+def run(jobs: int, make_worker: Callable, worker_args: tuple, items: list, on_result: Callable[[Any], None],
+        lost: Callable[[int, Any, str], Any]) -> list:
+    pending = list(enumerate(items))[::-1]  # popped from the end: the first item first
+    values: list = [None] * len(items)
+    arrived = [False] * len(items)
+    try:
+        workers = _start(_context(), jobs, make_worker, worker_args)
+    except OSError:  # the fork server's socket path is too long for a deep TMPDIR ("AF_UNIX path too long")
+        workers = _start(multiprocessing.get_context("spawn"), jobs, make_worker, worker_args)
 
     def settle(index: int, value) -> None:
         first, values[index], arrived[index] = not arrived[index], value, True

@@ -50,3 +50,20 @@ def test_what_finish_returns_replaces_the_value_of_that_item():
     values = pool.run(2, Squares, (True,), list(range(6)), lambda value: None, lost)
     amended = [v for v in values if v[0] == "amended"]
     assert 1 <= len(amended) <= 2 and all(values[v[1]] == v for v in amended)
+
+
+def test_without_a_fork_server_the_workers_are_spawned(monkeypatch):
+    """A fork server needs a unix socket under TMPDIR, and a deep TMPDIR (pytest-xdist's) makes its path too
+    long: the workers are then spawned instead."""
+    import multiprocessing
+
+    class NoForkServer:
+        Pipe = staticmethod(multiprocessing.Pipe)
+
+        class Process(multiprocessing.get_context("spawn").Process):
+            def start(self):
+                raise OSError("AF_UNIX path too long")
+
+    monkeypatch.setattr(pool, "_context", lambda: NoForkServer)
+    values = pool.run(2, Squares, (False,), [3, 4], lambda value: None, lost)
+    assert [v[:2] for v in values] == [("square", 9), ("square", 16)]
