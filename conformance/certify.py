@@ -8,6 +8,7 @@ against the target and returns the Report. Writing the outputs is the caller's.
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
 from conformance.engine.funnel import run_cases
+from conformance.engine.results import CaseResult
 from conformance.properties import CASE_IDS
 from conformance.reports.progress import RunProgress
 from conformance.reports.verdict import Report, build
@@ -75,6 +77,7 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
     says which) reports what it found but gives no verdict."""
     protocol, schema, reference, roles = ROLES[role]
     _check_targets(args)
+    jobs = _jobs(args)
     check_outputs(args)
     manifest = _manifest(args) if role == "provider" else None
     baseline = _baseline(args.baseline, catalog, roles, known_cases)
@@ -84,11 +87,69 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
         started = time.perf_counter()
         with Connection(opener) as connection:
             _first_start(connection)
-            cases = run_cases(role, connection, vectors, run, Path(workdir), manifest, progress.finished,
-                              progress.starting)
+            parallel = jobs > 1 and len(vectors) > 1
+            cases = _parallel_vectors(args, role, vectors, Path(workdir), jobs, progress.finished) if parallel else []
+            cases += run_cases(role, connection, [] if parallel else vectors, run, Path(workdir), manifest,
+                               progress.finished, progress.starting)
             implementation = connection.implementation
     return build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
                  seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """--jobs N: N implementations at once, each launched (or built in-process) by its own worker. One
+    already running (--grpc ADDR) cannot be N: its cases' sessions would interleave."""
+    jobs = getattr(args, "jobs", 1) or 1
+    if jobs > 1 and getattr(args, "grpc", None):
+        raise InputError("--jobs", "needs an implementation the suite starts itself (--python, --stdio, "
+                         "--grpc-cmd, --plugin), one per worker; --grpc reaches a single running one")
+    return jobs
+
+
+class _Worker:
+    """A worker process's share of a parallel run (conformance/pool.py): its own connection, so its own
+    implementation, in its own directory, running whole cases one at a time."""
+
+    def __init__(self, args: argparse.Namespace, role: str, workdir: Path, number: int):
+        protocol, schema, reference, _ = ROLES[role]
+        self.role, self.workdir = role, workdir / f"worker-{number}"
+        self.workdir.mkdir()
+        self.trace_path = self.workdir / "trace.jsonl" if getattr(args, "trace", None) else None
+        self.trace = trace.to_file(self.trace_path)
+        self.trace.__enter__()
+        self.manifest = _manifest(args) if role == "provider" else None
+        self.connection = Connection(_opener(args, protocol, schema, reference, self.workdir)[1])
+        self.last: tuple[int, CaseResult] | None = None
+
+    def item(self, index: int, vector) -> CaseResult:
+        [result] = run_cases(self.role, self.connection, [vector], None, self.workdir, self.manifest)
+        self.last = (index, result)
+        return result
+
+    def finish(self) -> list[tuple[int, CaseResult]]:
+        """Close the connection: what closing finds (a stop ignored, say) is charged to the last case served,
+        as in a serial run, so that case is sent again."""
+        trace.set_case(None)
+        self.connection.close()
+        self.trace.__exit__(None, None, None)
+        return [self.last] if self.last else []
+
+
+def _parallel_vectors(args: argparse.Namespace, role: str, vectors: list, workdir: Path, jobs: int,
+                      on_result) -> list[CaseResult]:
+    """The vectors over `jobs` workers; the results in the vectors' order, as a serial run has them."""
+    from conformance import pool
+
+    def lost(index: int, vector, why: str) -> CaseResult:
+        return CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path),
+                          error=f"ctxconf could not finish this case: {why}")
+
+    cases = pool.run(min(jobs, len(vectors)), _Worker, (args, role, workdir), vectors, on_result, lost)
+    if getattr(args, "trace", None):  # each worker traced its cases apart: into the run's trace, case by case
+        order = {v.id: i for i, v in enumerate(vectors)}
+        lines = [line for part in sorted(workdir.glob("worker-*/trace.jsonl")) for line in part.read_text().splitlines()]
+        trace.append(sorted(lines, key=lambda line: order.get(json.loads(line).get("case"), len(order))))
+    return cases
 
 
 def check_outputs(args: argparse.Namespace) -> None:

@@ -209,6 +209,11 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
                         "{requirement, case?, reason}); listed failures become xfail")
     parser.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
                         help="per-call timeout for the implementation (default: 10)")
+    if properties:
+        parser.add_argument("--jobs", type=_positive, default=1, metavar="N",
+                            help="run the vectors in N worker processes, each with an implementation of its own "
+                                 "(launched N times, or built N times in-process); the report is the same "
+                                 "(default: 1)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME",
                         help="also pass this environment variable to a launched implementation")
     parser.add_argument("-v", "--verbose", action="store_true", help="show every failure and untested requirement")

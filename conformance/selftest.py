@@ -230,11 +230,16 @@ def slowest_first(everyone: list[Subject]) -> list[Subject]:
                   + s.property_only * 2 + (s.binding == "stdio"), reverse=True)
 
 
+def cores() -> int:
+    """The cores this process may run on: a container or taskset may allow fewer than the machine has."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, only: str = "") -> list[Outcome]:
     """Certify every subject (or those whose name contains `only`), the slowest first, in `jobs` processes."""
     everyone = [s for s in subjects() if only in s.name]
     keys = [s.key for s in slowest_first(everyone)]
-    workers = jobs or min(len(keys), os.cpu_count() or 1)
+    workers = jobs or min(len(keys), cores())
     if workers <= 1:
         done = [_certify_by_key(k, profile, seed) for k in keys]
     else:

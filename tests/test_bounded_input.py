@@ -70,3 +70,21 @@ def test_a_request_figure_past_the_protos_range_is_refused_on_load(catalog, tmp_
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError, match=r"steps\[1\]\.contribute: .*context_window"):
         vectors.load_file(path, catalog)
+
+
+def _nested(levels: int) -> bytes:
+    """A JSON line `levels` deep: an object holding lists nested inside each other."""
+    return b'{"id": 1, "deep": ' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+
+
+def test_a_message_nested_past_the_cap_is_refused_and_one_at_the_cap_is_read(tmp_path):
+    """The line's brackets are counted before the parsed message is walked: the count may only let
+    through what the walk would let through."""
+    from conformance.bindings.base import HarnessError
+    from conformance.bindings.jsonlines import JsonLinesProcess
+    process = JsonLinesProcess("true", tmp_path, 1.0)  # never started: _parse needs no child
+    assert process._parse(_nested(MAX_DEPTH))["id"] == 1
+    with pytest.raises(HarnessError, match=f"nested deeper than {MAX_DEPTH} levels"):
+        process._parse(_nested(MAX_DEPTH + 1))
+    brackets_in_a_string = b'{"id": 2, "text": "' + b"[{" * 100 + b'"}'
+    assert process._parse(brackets_in_a_string)["id"] == 2  # many brackets, but not deep

@@ -73,7 +73,7 @@ def _descendants(ancestor: int) -> set[int]:
 
 def ctxconf_against(tmp_path: Path, shim: str, arg: str = "", cases: str = ONE, timeout: float = 2.0,
                     interrupt: signal.Signals | None = None, role: str = "kernel", launch: str = "--stdio",
-                    extra: tuple[str, ...] = ()) -> Run:
+                    extra: tuple[str, ...] = (), running: int = 2) -> Run:
     """Run `ctxconf ROLE LAUNCH 'python SHIM ARG' EXTRA...` against a hostile shim; assert that it leaves
     nothing behind: no process of the run (running, in the test's process tree or anywhere else), no
     ctxconf-* temporary directory, and no unix socket under the run's private TMPDIR, open or on disk."""
@@ -88,7 +88,8 @@ def ctxconf_against(tmp_path: Path, shim: str, arg: str = "", cases: str = ONE, 
     process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if interrupt is not None:
-            _when(lambda: len(_marked(token)) >= 2, f"{shim} and its daemon running")
+            _when(lambda: len(_marked(token)) >= running, f"{running} processes of {shim} (and daemons) running",
+                  within=20.0 * (running // 2))  # more launches, more start-up on a loaded machine
             process.send_signal(interrupt)
         _, err = process.communicate(timeout=60)
     finally:
@@ -170,6 +171,15 @@ def test_a_target_that_never_starts_is_not_relaunched_for_every_case(tmp_path):
     assert "no licence" in run.cases[0]["error"]
     assert "not launched again after 3 failed launches in a row" in run.cases[-1]["error"]
     assert "no licence" in run.cases[-1]["error"], "the same cause"
+
+
+def test_a_terminated_parallel_run_cleans_up_after_every_worker(tmp_path):
+    """Two workers, each in a case whose shim started a daemon and hangs (five processes with the run's
+    first start): on SIGTERM the run ends at once, as a serial one does, with nothing of it left running."""
+    run = ctxconf_against(tmp_path, "setsid_grandchild.py", "hang", cases=TWO, timeout=30,
+                          interrupt=signal.SIGTERM, extra=("--jobs", "2"), running=5)
+    assert run.code == 128 + signal.SIGTERM, run.stderr
+    assert run.seconds < 20
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])

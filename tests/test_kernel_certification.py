@@ -15,8 +15,8 @@ def _assert_clean(results):
 def test_reference_kernel_is_conformant_in_process(kernel_vectors):
     results = certify_python(create, kernel_vectors)
     _assert_clean(results)
-    needing = [v for v in kernel_vectors if set(v.needs) - {"count_tokens", "concurrent_callbacks"}]
-    assert [r.id for r in results if r.status != "pass"] == [v.id for v in needing]  # only needs-skips may skip
+    # only needs-skips may skip: a feature the python binding lacks (a real transport, the plugin mode)
+    assert [r.id for r in results if r.status != "pass" and not (r.status == "skip" and r.needs)] == []
 
 
 def test_reference_kernel_is_conformant_over_stdio(kernel_vectors, tmp_path):

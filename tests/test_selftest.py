@@ -77,3 +77,30 @@ def test_every_variant_names_what_grants_its_freedom(catalog):
         assert anchor, f"{cls.__name__}: {cls.grants!r} is neither a ruling nor a spec anchor"
         if spec.is_dir():
             assert anchor in catalog_mod.anchors_in((spec / file).read_text(encoding="utf-8")), cls.grants
+
+
+def test_by_default_the_self_test_runs_a_process_per_core(monkeypatch):
+    """One worker per core the process may use (not per core the machine has), unless --jobs says otherwise."""
+    from conformance import selftest
+    seen = []
+
+    class Pool:
+        def __init__(self, max_workers):
+            seen.append(max_workers)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def map(self, work, keys, *rest):
+            return [selftest.Outcome(next(s for s in selftest.subjects() if s.key == k)) for k in keys]
+
+    monkeypatch.setattr(selftest, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(selftest.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(selftest.os, "cpu_count", lambda: 64)
+    assert selftest.cores() == 3
+    assert len(selftest.run()) == len(selftest.subjects())
+    selftest.run(jobs=2)
+    assert seen == [3, 2]

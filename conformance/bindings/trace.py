@@ -58,6 +58,13 @@ def set_case(case_id: str | None) -> None:
         _active.case = case_id
 
 
+def append(lines: list[str]) -> None:
+    """Lines another process traced (a worker of a parallel run), into the open trace as they are."""
+    if _active is not None:
+        with _active._lock:
+            _active.stream.writelines(line + "\n" for line in lines)
+
+
 class to_file:
     """`with to_file(path):` traces everything exchanged inside the block into `path` (None: no trace)."""
 

@@ -4,6 +4,7 @@ is certified. Each answers the kernel's callbacks from its script."""
 from __future__ import annotations
 
 import copy
+import json
 import time
 
 from conformance.bindings.base import CallFailed, Crash, Hang
@@ -16,6 +17,7 @@ class FakeProviders:
     def __init__(self, scenario: KernelScenario):
         self.scenario = scenario
         self.turn: Turn | None = None
+        self._sections: dict[tuple, str] = {}
 
     def answer(self, call: str, provider: str | None, request: dict) -> dict:
         """The result for one callback, or CallFailed / Hang."""
@@ -32,6 +34,15 @@ class FakeProviders:
         if call == "Contribute":
             return self._contribute(fake, request)
         raise CallFailed("UNIMPLEMENTED", f"the suite does not serve {call}")
+
+    def _section(self, spec: dict, fake: FakeProvider, model) -> dict:
+        """A fresh copy of the section `spec` makes. The same ones are returned turn after turn, and making
+        one (json_format, a token count) costs several times the copy: each is made once per scenario."""
+        key = (json.dumps(spec, sort_keys=True), fake.name, fake.stability, model.count_tokens)
+        made = self._sections.get(key)
+        if made is None:
+            made = self._sections[key] = json.dumps(shorthand.section(spec, fake.name, fake.stability, model.count))
+        return json.loads(made)
 
     def _find(self, name: str | None) -> FakeProvider:
         for fake in self.scenario.providers:
@@ -56,7 +67,8 @@ class FakeProviders:
 
     def _contribute(self, fake: FakeProvider, request: dict) -> dict:
         action = fake.action(self.turn.index if self.turn else 0)
-        time.sleep(action.get("delay_ms", 0) / 1000)
+        if action.get("delay_ms"):  # sleep(0) is not free: it yields the CPU, ~100 us on a busy machine
+            time.sleep(action["delay_ms"] / 1000)
         if action.get("hang"):
             raise Hang()
         if action.get("crash"):
@@ -70,7 +82,7 @@ class FakeProviders:
         model = self.scenario.model(self.turn.input["model"]) if self.turn else self.scenario.models[0]
 
         def make(specs: list[dict]) -> list[dict]:
-            return [shorthand.section(s, fake.name, fake.stability, model.count) for s in specs]
+            return [self._section(s, fake, model) for s in specs]
 
         if "chain" in action:
             sections = make(action["chain"])

@@ -39,12 +39,15 @@ text_blocks = st.builds(lambda t: {"text": t}, texts)
 stabilities = st.sampled_from(["STABILITY_STATIC", "STABILITY_DYNAMIC"])
 
 
+_BLOCKS = st.lists(text_blocks, min_size=1, max_size=3)
+
+
 @st.composite
 def sections(draw, provider: str | None = None, allow_faults: bool = True) -> dict:
     """A section in vector short form; with faults, sometimes a lie, a non-text
     block, no label, or a truncated flag."""
     spec: dict = {"label": draw(labels)}
-    blocks = draw(st.lists(text_blocks, min_size=1, max_size=3))
+    blocks = draw(_BLOCKS)
     if allow_faults and draw(st.integers(0, 9)) == 0:
         blocks.insert(draw(st.integers(0, len(blocks))), draw(non_text_blocks))
     spec["content"] = blocks
@@ -73,11 +76,17 @@ histories = st.lists(messages, max_size=6)
 # --- kernel scenarios -----------------------------------------------------------------
 
 
+# Strategies built once, not on every draw: hypothesis validates each new one, which cost a fifth of
+# the generation. The same strategies, so a seed generates the same scenarios.
+_WINDOWS = st.one_of(st.integers(200, 5000), st.integers(5000, 300000))
+_MODEL_PROVIDERS = st.sampled_from(["acme", "other", "suite"])
+
+
 @st.composite
 def models(draw, index: int) -> dict:
-    window = draw(st.one_of(st.integers(200, 5000), st.integers(5000, 300000)))
+    window = draw(_WINDOWS)
     reserved = draw(st.integers(0, window // 4))
-    return {"id": f"model-{index}", "provider": draw(st.sampled_from(["acme", "other", "suite"])),
+    return {"id": f"model-{index}", "provider": draw(_MODEL_PROVIDERS),
             "context_window": window, "reserved_output": reserved,
             "system_overhead": draw(st.integers(0, window // 4)), "count_tokens": draw(st.booleans())}
 
@@ -89,24 +98,35 @@ _ERROR_CODES = ["UNAVAILABLE", "INTERNAL", "INVALID_ARGUMENT", "FAILED_PRECONDIT
 _ERROR_MESSAGES = ["boom", "source gone", "panic: index out of range", "bad request", 'bad "quoted" value\nnaïve']
 
 
+_CODES, _MESSAGES = st.sampled_from(_ERROR_CODES), st.sampled_from(_ERROR_MESSAGES)
+_CATEGORIES = st.sampled_from(errors.CATEGORIES)
+
+
 @st.composite
 def call_errors(draw) -> dict:
-    error: dict = {"code": draw(st.sampled_from(_ERROR_CODES)), "message": draw(st.sampled_from(_ERROR_MESSAGES))}
+    error: dict = {"code": draw(_CODES), "message": draw(_MESSAGES)}
     if draw(st.integers(0, 3)) > 0:
-        category = draw(st.sampled_from(errors.CATEGORIES))
+        category = draw(_CATEGORIES)
         # the ContextError's message is often the status message, and sometimes its own (R-RAW-MESSAGE)
-        message = error["message"] if draw(st.integers(0, 2)) else draw(st.sampled_from(_ERROR_MESSAGES))
+        message = error["message"] if draw(st.integers(0, 2)) else draw(_MESSAGES)
         error["context_error"] = {"category": errors.enum_name(category), "message": message,
                                   "retryable": draw(st.booleans())}
     return error
 
 
+_KINDS = st.sampled_from(["append"] * 4 + ["error"] * 3 + ["edit"] * 4 + [
+    "keep", "drop", "reorder", "delta", "prepend", "insert", "impersonate", "hang", "rewrite"])
+_OWN = {n: st.lists(sections(), min_size=1, max_size=n) for n in (2, 4)}
+_EDIT_FIELDS = st.sampled_from(["truncated", "stability", "text", "label", "tokens", "provider"])
+_EDIT_INDEX = st.sampled_from([0, 0, 1])
+_REWRITTEN = st.lists(messages, min_size=1, max_size=2)
+
+
 @st.composite
 def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
     """What one provider does on one turn: conform, or break a rule."""
-    kind = draw(st.sampled_from(["append"] * 4 + ["error"] * 3 + ["edit"] * 4 + [
-        "keep", "drop", "reorder", "delta", "prepend", "insert", "impersonate", "hang", "rewrite"]))
-    own = lambda n=2: draw(st.lists(sections(), min_size=1, max_size=n))
+    kind = draw(_KINDS)
+    own = lambda n=2: draw(_OWN[n])
     if kind == "append":
         return {"append": own(4)}
     if kind == "keep":
@@ -116,11 +136,11 @@ def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
     if kind == "hang":
         return {"hang": True}
     if kind == "edit":
-        field = draw(st.sampled_from(["truncated", "stability", "text", "label", "tokens", "provider"]))
+        field = draw(_EDIT_FIELDS)
         value = {"text": draw(short_texts), "label": draw(labels), "tokens": draw(st.integers(0, 99)),
                  "truncated": True, "stability": draw(stabilities),
                  "provider": draw(st.sampled_from(others or [name]))}[field]
-        return {"edit": [{"index": draw(st.sampled_from([0, 0, 1])), field: value}], "append": own()}
+        return {"edit": [{"index": draw(_EDIT_INDEX), field: value}], "append": own()}
     if kind == "drop":
         return {"drop": [draw(st.integers(0, 3))], "append": own()}
     if kind == "reorder":
@@ -134,16 +154,26 @@ def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
     if kind == "impersonate":
         return {"append": [draw(sections(provider=draw(st.sampled_from(others or ["someone-else"]))))]}
     action: dict = {"append": own()} if not compactor or draw(st.booleans()) else {"keep": True}
-    action["rewritten_history"] = draw(st.lists(messages, min_size=1, max_size=2))
+    action["rewritten_history"] = draw(_REWRITTEN)
     return action
+
+
+_NAMES = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota",
+                                    "kappa"]), max_size=8, unique=True)
+_BUDGETS = st.one_of(st.integers(0, 40), st.integers(40, 3000))
+_AROUND = st.sampled_from([-1, 0, 1])
+_OVERRIDES = st.one_of(st.none(), st.integers(0, 500))
+_COUNTED = st.lists(st.one_of(text_blocks, text_blocks, non_text_blocks), max_size=4)
+_SESSION_IDS = ["01JDPROPERTYSESSION00000001", "01JDPROPERTYSESSION00000002"]
+_SESSIONS = st.sampled_from(_SESSION_IDS[:1] * 3 + _SESSION_IDS[1:])
+_FILES = st.lists(st.sampled_from(["src/a.py", "docs/é.md"]), max_size=2)
 
 
 @st.composite
 def kernel_scenarios(draw) -> dict:
     """A whole kernel vector document (without expectations: the invariants judge it)."""
     model_list = [draw(models(i)) for i in range(draw(st.integers(1, 3)))]
-    names = draw(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
-                                           "iota", "kappa"]), max_size=8, unique=True))
+    names = draw(_NAMES)
     turns = draw(st.integers(1, 3))
     ids = [m["id"] for m in model_list]
     first_model = draw(st.sampled_from(model_list))
@@ -152,25 +182,23 @@ def kernel_scenarios(draw) -> dict:
         compactor = draw(st.integers(0, 2)) == 0
         others = [n for n in names if n != name]
         provider = {"name": name, "capabilities": {
-            "default_token_budget": draw(st.one_of(st.integers(0, 40), st.integers(40, 3000))),
+            "default_token_budget": draw(_BUDGETS),
             "stability": draw(stabilities), "compactor": compactor},
             "script": [draw(actions(name, others, compactor)) for _ in range(turns)]}
         appended = provider["script"][0].get("append")
         if appended and draw(st.integers(0, 2)) == 0:
             # The first turn's own sections at exactly the budget, or one token either side.
-            provider["token_budget_override"] = max(0, _count(appended, first_model) + draw(st.sampled_from([-1, 0, 1])))
+            provider["token_budget_override"] = max(0, _count(appended, first_model) + draw(_AROUND))
         elif draw(st.booleans()):
-            provider["token_budget_override"] = draw(st.one_of(st.none(), st.integers(0, 500)))
+            provider["token_budget_override"] = draw(_OVERRIDES)
         providers.append(provider)
-    sessions = ["01JDPROPERTYSESSION00000001", "01JDPROPERTYSESSION00000002"]
-    count_turns = [{"count_tokens": {"content": draw(st.lists(st.one_of(text_blocks, text_blocks, non_text_blocks),
-                                                             max_size=4)),
+    count_turns = [{"count_tokens": {"content": draw(_COUNTED),
                                      **({"model": draw(st.sampled_from(ids))} if draw(st.booleans()) else {})}}
                    for _ in range(draw(st.integers(0, 2)))]
     turn_docs = [{"assemble": {
-        "session_id": draw(st.sampled_from(sessions[:1] * 3 + sessions[1:])),
+        "session_id": draw(_SESSIONS),
         "turn_id": f"01JDPROPERTYTURN{i:011d}", "model": first_model["id"] if i == 0 else draw(st.sampled_from(ids)),
-        "files_touched": draw(st.lists(st.sampled_from(["src/a.py", "docs/é.md"]), max_size=2)),
+        "files_touched": draw(_FILES),
         "new_messages": draw(histories)}} for i in range(turns)]
     return {"id": "kernel/property/generated", "title": "A generated scenario",
             "requirements": [], "setup": {"models": model_list, "primary_model": ids[0],
