@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from conformance import catalog as catalog_mod
 from conformance.catalog import spec_url
+from conformance.engine.results import Status
 from conformance.reports.html import environment
 from conformance.reports.verdict import Exit
 
@@ -99,12 +100,12 @@ def _requirement_row(requirement, rid: str, by_ids: list[dict]) -> dict:
 
 def side(ruling, report: dict) -> Side:
     """The side one implementation took on one ruling, from the cases of its report that apply it."""
-    applying = [c for c in report["cases"] if ruling.id in c.get("rulings", ()) and c["status"] != "skip"]
+    applying = [c for c in report["cases"] if ruling.id in c.get("rulings", ()) and c["status"] != Status.SKIP]
     for case in applying:
         own = [f for f in case.get("failures", ()) if f["requirement"] in case["requirements"]]
         if own:
             return Side(FAILS, f"{case['id']}: {own[0]['requirement']}: {own[0]['message']}")
-    passed = [c["id"] for c in applying if c["status"] == "pass"]
+    passed = [c["id"] for c in applying if c["status"] == Status.PASS]
     if passed:
         return Side(FOLLOWS if ruling.applies == "strict" else ACCEPTED,
                     f"{len(passed)} case{'s' * (len(passed) != 1)} applying it passed: {', '.join(passed[:3])}"
