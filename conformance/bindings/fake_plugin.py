@@ -28,6 +28,7 @@ import threading
 import time
 
 import grpc
+from google.rpc import status_pb2
 from grpc_status import rpc_status
 
 from conformance.bindings.fake_services import CRASH_METADATA
@@ -112,8 +113,7 @@ class Relay(context_pb2_grpc.ContextServiceServicer):
                 self.observe("crash", method=method)
                 os._exit(CRASH_EXIT)
             if STATUS_DETAILS in trailing:
-                context.abort_with_status(rpc_status.to_status(rpc_status.status_pb2.Status.FromString(
-                    trailing[STATUS_DETAILS])))
+                context.abort_with_status(rpc_status.to_status(status_pb2.Status.FromString(trailing[STATUS_DETAILS])))
             context.abort(error.code(), error.details() or "")
 
     def GetCapabilities(self, request, context):
