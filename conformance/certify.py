@@ -11,6 +11,7 @@ import argparse
 import json
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,10 +37,21 @@ REFERENCE_PROVIDER = "conformance.reference.filereader:create"
 REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
 
 
-ROLES = {  # protocol, harness schema, bundled target, requirement roles
-    "kernel": (KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, catalog_mod.KERNEL_ROLES),
-    "provider": (PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, catalog_mod.PROVIDER_ROLES),
-}
+@dataclass(frozen=True)
+class Role:
+    """What certifying one role needs: its harness protocol and schema, the bundled implementation certified
+    when no target is named, and the catalog roles (`binds`) its requirements have."""
+    name: str
+    protocol: str
+    schema: str
+    reference: str
+    binds: tuple[str, ...]
+
+
+ROLES = {role.name: role for role in (
+    Role("kernel", KERNEL_PROTOCOL, "kernel-protocol.json", REFERENCE_KERNEL, catalog_mod.KERNEL_ROLES),
+    Role("provider", PROVIDER_PROTOCOL, "provider-protocol.json", REFERENCE_PROVIDER, catalog_mod.PROVIDER_ROLES),
+)}
 
 
 def role_run(args: argparse.Namespace, role: str) -> Report:
@@ -75,15 +87,14 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
              partial: str | None, known_cases: set[str]) -> Report:
     """Run the vectors (then the properties) against the target and report. A partial run (`partial`
     says which) reports what it found but gives no verdict."""
-    protocol, schema, reference, roles = ROLES[role]
     _check_targets(args)
     jobs = _jobs(args)
     check_outputs(args)
     manifest = _manifest(args) if role == "provider" else None
-    baseline = _baseline(args.baseline, catalog, roles, known_cases)
+    baseline = _baseline(args.baseline, catalog, ROLES[role].binds, known_cases)
     with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, trace.to_file(args.trace), \
             RunProgress(len(vectors) + (run is not None)) as progress:
-        name, opener = _opener(args, protocol, schema, reference, Path(workdir))
+        name, opener = _opener(args, ROLES[role], Path(workdir))
         started = time.perf_counter()
         with Connection(opener) as connection:
             _first_start(connection)
@@ -92,7 +103,7 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
             cases += run_cases(role, connection, [] if parallel else vectors, run, Path(workdir), manifest,
                                progress.finished, progress.starting)
             implementation = connection.implementation
-    return build(catalog, roles, role, cases, name, implementation, time.perf_counter() - started, baseline,
+    return build(catalog, ROLES[role].binds, role, cases, name, implementation, time.perf_counter() - started, baseline,
                  seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
 
 
@@ -111,14 +122,13 @@ class _Worker:
     implementation, in its own directory, running whole cases one at a time."""
 
     def __init__(self, args: argparse.Namespace, role: str, workdir: Path, number: int):
-        protocol, schema, reference, _ = ROLES[role]
         self.role, self.workdir = role, workdir / f"worker-{number}"
         self.workdir.mkdir()
         self.trace_path = self.workdir / "trace.jsonl" if getattr(args, "trace", None) else None
         self.trace = trace.to_file(self.trace_path)
         self.trace.__enter__()
         self.manifest = _manifest(args) if role == "provider" else None
-        self.connection = Connection(_opener(args, protocol, schema, reference, self.workdir)[1])
+        self.connection = Connection(_opener(args, ROLES[role], self.workdir)[1])
         self.last: tuple[int, CaseResult] | None = None
 
     def item(self, index: int, vector) -> CaseResult:
@@ -222,10 +232,10 @@ def _check_targets(args: argparse.Namespace) -> None:
                              "option out to certify the bundled reference")
 
 
-def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
+def _opener(args: argparse.Namespace, role: Role, workdir: Path):
     """The binding's name and a function opening a fresh binding to the target."""
-    name, open_binding = _plain_opener(args, protocol, schema, reference, workdir)
-    if not getattr(args, "launch_plugins", False) or protocol != KERNEL_PROTOCOL:
+    name, open_binding = _plain_opener(args, role, workdir)
+    if not getattr(args, "launch_plugins", False) or role.name != "kernel":
         return name, open_binding
     from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
     from conformance.bindings.launch_plugins import LaunchingKernel
@@ -233,27 +243,28 @@ def _opener(args: argparse.Namespace, protocol: str, schema: str, reference: str
     return f"{name}+plugins", lambda: LaunchingKernel(open_binding(), workdir, args.timeout, cookie)
 
 
-def _plain_opener(args: argparse.Namespace, protocol: str, schema: str, reference: str, workdir: Path):
+def _plain_opener(args: argparse.Namespace, role: Role, workdir: Path):
     from conformance.bindings.go_plugin import GoPluginBinding
     from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
     from conformance.bindings.grpc_kernel import GrpcKernelBinding
     from conformance.bindings.grpc_provider import GrpcProviderBinding
     if getattr(args, "plugin", None):
-        if protocol == KERNEL_PROTOCOL:
+        if role.name == "kernel":
             raise InputError("--plugin", "launches provider plugins; a kernel vector needs another target")
         cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
         return "go-plugin", lambda: GoPluginBinding(args.plugin, cookie, workdir, args.timeout,
                                                     args.handshake_timeout, tuple(args.env))
     if getattr(args, "grpc", None) or getattr(args, "grpc_cmd", None):
-        if protocol == KERNEL_PROTOCOL:
+        if role.name == "kernel":
             return "grpc", lambda: GrpcKernelBinding(workdir, args.timeout, args.grpc, args.grpc_cmd, tuple(args.env))
         return "grpc", lambda: GrpcProviderBinding(workdir, args.timeout, args.grpc, args.grpc_cmd,
                                                    getattr(args, "callback", None), tuple(args.env))
     if args.stdio:
-        return "stdio", lambda: StdioBinding(args.stdio, protocol, schema, workdir, args.timeout, tuple(args.env))
-    target = args.python or reference
-    PythonBinding(target, protocol, args.timeout)  # fail fast on a bad MOD:FACTORY
-    return "python", lambda: PythonBinding(target, protocol, args.timeout)
+        return "stdio", lambda: StdioBinding(args.stdio, role.protocol, role.schema, workdir, args.timeout,
+                                             tuple(args.env))
+    target = args.python or role.reference
+    PythonBinding(target, role.protocol, args.timeout)  # fail fast on a bad MOD:FACTORY
+    return "python", lambda: PythonBinding(target, role.protocol, args.timeout)
 
 
 def _first_start(connection: Connection) -> None:

@@ -28,6 +28,7 @@ from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.launch_plugins import LaunchingKernel
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
+from conformance.certify import ROLES
 from conformance.engine.funnel import run_cases
 from conformance.engine.connection import Connection
 from conformance.engine.results import CaseResult
@@ -168,7 +169,7 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
         generated = run_cases(subject.role, connection, [], run, Path(workdir), manifest) if properties else []
     outcome.by_vectors = _failed(cases)
     outcome.by_properties = _failed(generated)
-    roles = catalog_mod.KERNEL_ROLES if subject.role == "kernel" else catalog_mod.PROVIDER_ROLES
+    roles = ROLES[subject.role].binds
     report = build(catalog_mod.load(), roles, subject.role, [*cases, *generated], subject.binding, {}, 0.0)
     outcome.unexercised = [r.id for r in report.unexercised]
     for case in [*cases, *generated]:
@@ -260,7 +261,7 @@ def only_by_properties(outcomes: list[Outcome], roles: tuple[str, ...] = ("kerne
     """Testable MUSTs and MUST NOTs whose mutants no golden vector catches: the properties alone are
     not enough evidence that the vectors can fail them."""
     by_vectors = {r for o in outcomes for r in set(o.subject.breaks) & o.by_vectors}
-    binds = {b for role in roles for b in (catalog_mod.KERNEL_ROLES if role == "kernel" else catalog_mod.PROVIDER_ROLES)}
+    binds = {b for role in roles for b in ROLES[role].binds}
     return [r.id for r in catalog_mod.load().requirements.values()
             if r.testable and r.blocking and r.binds in binds and r.id not in by_vectors]
 
