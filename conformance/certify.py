@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from conformance import catalog as catalog_mod, manifest as manifest_mod, paths
 from conformance import vectors as vectors_mod
 from conformance.bindings import trace
-from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, CallFailed, HarnessError
+from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, HarnessError
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
@@ -168,7 +168,7 @@ def check_outputs(args: argparse.Namespace) -> None:
         if path is not None and path.exists() and not path.is_dir():
             raise InputError(option, f"{path} is a file; name a directory")
     for option, path in (("--report", args.report), ("--junit", args.junit), ("--markdown", args.markdown),
-                         ("--html", getattr(args, "html", None)), ("--trace", getattr(args, "trace", None))):
+                         ("--html", args.html), ("--trace", args.trace)):
         check_output_file(option, path)
     for name in args.env:
         if not name or "=" in name or "\0" in name:
@@ -234,24 +234,22 @@ def _check_targets(args: argparse.Namespace) -> None:
 
 def _opener(args: argparse.Namespace, role: Role, workdir: Path):
     """The binding's name and a function opening a fresh binding to the target."""
-    name, open_binding = _plain_opener(args, role, workdir)
+    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
+    cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
+    name, open_binding = _plain_opener(args, role, workdir, cookie)
     if not getattr(args, "launch_plugins", False) or role.name != "kernel":
         return name, open_binding
-    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
     from conformance.bindings.launch_plugins import LaunchingKernel
-    cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
     return f"{name}+plugins", lambda: LaunchingKernel(open_binding(), workdir, args.timeout, cookie)
 
 
-def _plain_opener(args: argparse.Namespace, role: Role, workdir: Path):
+def _plain_opener(args: argparse.Namespace, role: Role, workdir: Path, cookie: tuple[str, str]):
     from conformance.bindings.go_plugin import GoPluginBinding
-    from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE, parse_cookie
     from conformance.bindings.grpc_kernel import GrpcKernelBinding
     from conformance.bindings.grpc_provider import GrpcProviderBinding
     if getattr(args, "plugin", None):
         if role.name == "kernel":
             raise InputError("--plugin", "launches provider plugins; a kernel vector needs another target")
-        cookie = parse_cookie(args.cookie) if args.cookie else DEFAULT_COOKIE
         return "go-plugin", lambda: GoPluginBinding(args.plugin, cookie, workdir, args.timeout,
                                                     args.handshake_timeout, tuple(args.env))
     if getattr(args, "grpc", None) or getattr(args, "grpc_cmd", None):
@@ -271,7 +269,7 @@ def _first_start(connection: Connection) -> None:
     """Start once up front so a command that cannot run at all is a usage error (exit 2)."""
     try:
         connection.binding()
-    except (HarnessError, CallFailed):
+    except HarnessError:
         pass  # the implementation started but misbehaved: reported per case
 
 

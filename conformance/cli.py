@@ -315,8 +315,7 @@ def _requirements(args: argparse.Namespace) -> int:
     catalog = catalog_mod.load()
     matrix = coverage.build(catalog, certify.vectors_dir(args))
     print(coverage.render(matrix))
-    roles = {"kernel": catalog_mod.KERNEL_ROLES, "provider": catalog_mod.PROVIDER_ROLES,
-             "all": catalog_mod.KERNEL_ROLES + catalog_mod.PROVIDER_ROLES}[args.role]
+    roles = tuple(b for name, role in certify.ROLES.items() if args.role in (name, "all") for b in role.binds)
     problems = coverage.gaps(matrix, roles)
     if args.spec:
         if not args.spec.is_dir():

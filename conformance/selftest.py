@@ -125,8 +125,6 @@ class Outcome:
                     + "; ".join(f"{r} ({self.why[r]})" for r in sorted(self.stray)))
         if s.property_only and set(s.breaks) & self.by_vectors:
             return "caught by the vectors, though declared property-only"
-        if s.property_only and not set(s.breaks) <= self.by_properties:
-            return "property-only, but the properties missed it"
         return ""
 
 
@@ -331,7 +329,7 @@ def _width(binding: str) -> int:
 
 def _mark(subject: Subject, caught: set[str]) -> str:
     """Did this part of the suite catch the mutant?"""
-    return "yes" if set(subject.breaks) & caught else "-"
+    return "yes" if set(subject.breaks) <= caught else "some" if set(subject.breaks) & caught else "-"
 
 
 def to_json(outcomes: list[Outcome], seconds: float) -> dict:

@@ -83,6 +83,7 @@ class Binding(Protocol):
     features: tuple[str, ...]
     implementation: dict
     broken: bool  # after a harness error: no further op may be sent
+    closing_note: str | None  # set by close(): what closing found against the protocol (killed, left processes)
 
     def start(self) -> dict: ...
 

@@ -75,7 +75,7 @@ class LaunchingKernel:
 
     @property
     def closing_note(self) -> str | None:
-        return getattr(self.inner, "closing_note", None)
+        return self.inner.closing_note
 
     def start(self) -> dict:
         return self.inner.start()

@@ -60,6 +60,7 @@ class PythonBinding:
         self.features: tuple[str, ...] = ()
         self.implementation: dict = {}
         self.broken = False
+        self.closing_note: str | None = None  # nothing to close but a thread
         self._worker: _Worker | None = None
 
     def start(self) -> dict:

@@ -98,7 +98,7 @@ class Connection:
         if self.current is not None:
             binding, self.current = self.current, None
             binding.close()
-            note = getattr(binding, "closing_note", None)  # the stdio binding's; see StdioBinding.close
+            note = binding.closing_note  # see StdioBinding.close
             if note and self.case is not None:
                 self.case.error = f"{self.case.error}\n{note}" if self.case.error else note
             elif note and note not in self._warned:  # a binding no case claimed: say so at least, once

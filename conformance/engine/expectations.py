@@ -68,13 +68,6 @@ class Language:
         return ["none of the accepted behaviours holds: " + " | ".join(
             f"({i + 1}) " + "; ".join(p) for i, p in enumerate(outcomes))]
 
-    def unknown_keys(self, assertions: dict) -> list[str]:
-        """Keys no assertion of this role answers to, nested `one_of` alternatives included."""
-        unknown = [k for k in assertions if k not in self.assertions]
-        for alternative in assertions.get("one_of", []) if isinstance(assertions.get("one_of"), list) else []:
-            unknown += self.unknown_keys(alternative) if isinstance(alternative, dict) else []
-        return unknown
-
 
 def _kernel(assertion: Callable[[Any, dict], list]) -> Assertion:
     """A kernel assertion needs no context."""

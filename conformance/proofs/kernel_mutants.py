@@ -713,60 +713,34 @@ class CompactorOutageFailsTurn(ReferenceKernel):
 
 # --- the plugin machinery (ctxconf kernel --launch-plugins) ------------------------------
 
-class _WholeEnvironment(PluginFleet):
-    def plugin_env(self, cookie):
-        return {**os.environ, **super().plugin_env(cookie)}
+def _fleet(**decisions) -> staticmethod:
+    """A plugin_fleet hook: the reference kernel's plugin host with the given decisions overridden."""
+    return staticmethod(lambda: type("MutantFleet", (PluginFleet,), decisions))
 
 
 @mutant("K-PLUGIN-ENV", launches_plugins=True)
 class PassesItsEnvironment(ReferenceKernel):
     """Launches its plugins with its own whole environment, as exec.Command does when Env is left unset."""
-
-    @staticmethod
-    def plugin_fleet():
-        return _WholeEnvironment
-
-
-class _SilentBroker(PluginFleet):
-    def offers_callbacks(self, index):
-        return False
-
-
-class _FirstOnlyBroker(PluginFleet):
-    def offers_callbacks(self, index):
-        return index == 0
-
-
-class _NoProtocolVersions(PluginFleet):
-    def plugin_env(self, cookie):
-        return {k: v for k, v in super().plugin_env(cookie).items() if k != "PLUGIN_PROTOCOL_VERSIONS"}
+    plugin_fleet = _fleet(plugin_env=lambda self, cookie: {**os.environ, **PluginFleet.plugin_env(self, cookie)})
 
 
 @mutant("K-PLUGIN-HANDSHAKE", launches_plugins=True)
 class NoProtocolVersions(ReferenceKernel):
     """Sets the cookie but not PLUGIN_PROTOCOL_VERSIONS; a go-plugin plugin then serves a version of its choosing."""
-
-    @staticmethod
-    def plugin_fleet():
-        return _NoProtocolVersions
+    plugin_fleet = _fleet(plugin_env=lambda self, cookie: {
+        k: v for k, v in PluginFleet.plugin_env(self, cookie).items() if k != "PLUGIN_PROTOCOL_VERSIONS"})
 
 
 @mutant("K-CALLBACK-CHANNEL", launches_plugins=True)
 class NeverOffersCallbacks(ReferenceKernel):
     """Launches its plugins without announcing the callback service on broker ID 1."""
-
-    @staticmethod
-    def plugin_fleet():
-        return _SilentBroker
+    plugin_fleet = _fleet(offers_callbacks=lambda self, index: False)
 
 
 @mutant("K-CALLBACK-CHANNEL", launches_plugins=True)
 class CallbacksForFirstPluginOnly(ReferenceKernel):
     """Announces the callback service to the first plugin it launches, as a host keeping one broker would."""
-
-    @staticmethod
-    def plugin_fleet():
-        return _FirstOnlyBroker
+    plugin_fleet = _fleet(offers_callbacks=lambda self, index: index == 0)
 
 
 @mutant("K-PLUGIN-SHUTDOWN", launches_plugins=True)

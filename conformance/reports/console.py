@@ -10,7 +10,7 @@ import textwrap
 from typing import TextIO
 
 from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult
-from conformance.reports.verdict import CONFORMANT, Report, RequirementResult, plural
+from conformance.reports.verdict import CONFORMANT, Report, RequirementResult, implementation_name, plural
 
 _MARK = {PASS: "pass ", FAIL: "FAIL ", ERROR: "ERROR", SKIP: "skip ", XFAIL: "xfail", NOT_TESTED: "  -  "}
 _SHOWN = 3  # failing cases shown per requirement without -v
@@ -39,7 +39,7 @@ def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = Fa
         print(text, file=stream)
 
     impl = report.implementation
-    name = f"{impl.get('name', '?')} {impl.get('version', '')}".strip()
+    name = implementation_name(impl)
     out(f"ctxconf {report.suite_version}: {report.role} certification of {name} over {report.binding}")
     if report.filtered:
         out(f"  partial run ({report.filtered}): no verdict")

@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.reports.verdict import Exit, plural
+from conformance.reports.markdown import cell
+from conformance.reports.verdict import Exit, implementation_name, plural
 from conformance.schemas import InputError, check
 
 MISSING = "absent"  # a requirement or case one report has and the other does not
@@ -113,7 +114,7 @@ def _failures(report: dict) -> dict[tuple, Failure]:
 
 def _who(report: dict) -> str:
     impl = report.get("implementation", {})
-    name = f"{impl.get('name', '?')} {impl.get('version', '')}".strip()
+    name = implementation_name(impl)
     scope = f", partial run: {report['filtered']}" if report.get("filtered") else ""
     return f"{name} over {report['binding']}: {report['verdict']}{scope}"
 
@@ -152,15 +153,11 @@ def to_text(diff: Diff) -> str:
     return "\n".join(out) + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(diff: Diff) -> str:
     icon = "✅" if diff.identical else "⚠️"
     out = [f"## {icon} ctxconf diff: {_summary(diff)}", "", "| | report | implementation |", "|---|---|---|",
-           f"| A | `{_cell(diff.a_name)}` | {_cell(_who(diff.a))} |",
-           f"| B | `{_cell(diff.b_name)}` | {_cell(_who(diff.b))} |"]
+           f"| A | `{cell(diff.a_name)}` | {cell(_who(diff.a))} |",
+           f"| B | `{cell(diff.b_name)}` | {cell(_who(diff.b))} |"]
     changes = [("requirement", c) for c in diff.requirements] + [("case", c) for c in diff.cases]
     if changes:
         out += ["", "| | id | A | B |", "|---|---|---|---|"]
@@ -168,9 +165,9 @@ def to_markdown(diff: Diff) -> str:
     failures = [("new", f) for f in diff.new] + [("gone", f) for f in diff.gone]
     if failures:
         out += ["", "| failure | requirement | case | message |", "|---|---|---|---|"]
-        out += [f"| {kind} | {f.requirement} | `{f.case}`{' [' + _cell(f.where) + ']' if f.where else ''} | "
-                f"{_cell(f.message)[:600]} |" for kind, f in failures]
+        out += [f"| {kind} | {f.requirement} | `{f.case}`{' [' + cell(f.where) + ']' if f.where else ''} | "
+                f"{cell(f.message)[:600]} |" for kind, f in failures]
     if diff.errors:
         out += ["", "| errored case | A | B |", "|---|---|---|"]
-        out += [f"| `{c.id}` | {_cell(c.before)} | {_cell(c.after)} |" for c in diff.errors]
+        out += [f"| `{c.id}` | {cell(c.before)} | {cell(c.after)} |" for c in diff.errors]
     return "\n".join(out) + "\n"

@@ -18,7 +18,7 @@ import jinja2
 from conformance import catalog as catalog_mod, paths
 from conformance.catalog import spec_url
 from conformance.engine.results import ERROR, FAIL, NOT_TESTED, XFAIL
-from conformance.reports.verdict import Report, plural
+from conformance.reports.verdict import Report, implementation_name, plural
 
 TEMPLATES = paths.PACKAGE / "reports" / "templates"
 # How the checks word a mismatch: "<what>: expected X, got Y" or "<what was seen>, expected X".
@@ -63,7 +63,7 @@ def _context(report: Report) -> dict:
     requirements, case_counts = report.counts(), report.case_counts()
     return {
         "suite_version": report.suite_version, "spec_revision": report.spec_revision, "role": report.role,
-        "implementation": f"{impl.get('name', '?')} {impl.get('version', '')}".strip(), "binding": report.binding,
+        "implementation": implementation_name(impl), "binding": report.binding,
         "verdict": report.verdict, "details": report.details(), "partial": report.filtered, "seed": report.seed,
         "seconds": f"{report.seconds:.1f}", "cases_run": plural(len(report.cases), "case"),
         "counts": [(s, requirements.get(s, 0), case_counts.get(s, 0)) for s in sorted({*requirements, *case_counts})],

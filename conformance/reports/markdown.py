@@ -4,10 +4,11 @@ each failing requirement with its anchor, rulings and a command that reruns it."
 from __future__ import annotations
 
 from conformance.engine.results import ERROR, FAIL, XFAIL
-from conformance.reports.verdict import CONFORMANT, NO_VERDICT, Report
+from conformance.reports.verdict import CONFORMANT, NO_VERDICT, Report, implementation_name
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """Text that stays inside one Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -15,7 +16,7 @@ def to_markdown(report: Report) -> str:
     impl = report.implementation
     icon = {CONFORMANT: "✅", NO_VERDICT: "➖"}.get(report.verdict, "❌")
     lines = [f"## {icon} ctxconf {report.role}: {report.verdict}", "", *[f"- {d}" for d in report.details()], "",
-             f"{impl.get('name', '?')} {impl.get('version', '')} over **{report.binding}**, "
+             f"{implementation_name(impl)} over **{report.binding}**, "
              f"ctxconf {report.suite_version}, {len(report.cases)} case{'s' * (len(report.cases) != 1)} "
              f"in {report.seconds:.1f}s." + (f" Partial run: {report.filtered}." if report.filtered else ""), "",
              "| status | requirements | cases |", "|---|---|---|"]
@@ -38,5 +39,5 @@ def to_markdown(report: Report) -> str:
                 text = "baselined: " + "; ".join(w for c in r.cases for w in report.xfailed.get(c, ())
                                                   if w.startswith(r.id + ":"))
             lines.append(f"| {r.id} | {r.requirement.level} | {r.status} | `{r.requirement.anchor}` | "
-                         f"{_cell(text)[:600]} |")
+                         f"{cell(text)[:600]} |")
     return "\n".join(lines) + "\n"

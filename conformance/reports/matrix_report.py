@@ -24,7 +24,8 @@ from conformance import catalog as catalog_mod
 from conformance.catalog import spec_url
 from conformance.engine.results import Status
 from conformance.reports.html import environment
-from conformance.reports.verdict import Exit
+from conformance.reports.markdown import cell
+from conformance.reports.verdict import Exit, implementation_name, plural
 
 FOLLOWS, ACCEPTED, FAILS, NOT_OBSERVED = "follows", "accepted", "fails", "not observed"
 SIDE_TEXT = {FOLLOWS: "took the ruling's side (the one behaviour it accepts)",
@@ -108,7 +109,7 @@ def side(ruling, report: dict) -> Side:
     passed = [c["id"] for c in applying if c["status"] == Status.PASS]
     if passed:
         return Side(FOLLOWS if ruling.applies == "strict" else ACCEPTED,
-                    f"{len(passed)} case{'s' * (len(passed) != 1)} applying it passed: {', '.join(passed[:3])}"
+                    f"{plural(len(passed), 'case')} applying it passed: {', '.join(passed[:3])}"
                     + (", ..." if len(passed) > 3 else ""))
     if not applying:
         return Side(NOT_OBSERVED, "no case applying it ran")
@@ -126,7 +127,7 @@ def _ruling_row(ruling, columns: list[Column]) -> dict:
 def _who(column: Column) -> dict:
     impl, report = column.report.get("implementation", {}), column.report
     return {"name": column.name, "role": column.role, "binding": report["binding"], "target": column.target,
-            "implementation": f"{impl.get('name', '?')} {impl.get('version', '')}".strip(),
+            "implementation": implementation_name(impl),
             "verdict": report["verdict"], "verdict_details": report.get("verdict_details", []),
             "expect": column.expect, "as_expected": column.as_expected}
 
@@ -146,18 +147,14 @@ def to_json(matrix: Matrix) -> dict:
     }
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(matrix: Matrix) -> str:
     out = [f"## {matrix.title}", "", "| implementation | role | binding | verdict | expected |", "|---|---|---|---|---|"]
     for c in matrix.columns:
         mark = "" if c.expect is None else (" ✅" if c.as_expected else " ❌")
-        out.append(f"| {_cell(c.name)} | {c.role} | {c.report['binding']} | {c.report['verdict']} | "
+        out.append(f"| {cell(c.name)} | {c.role} | {c.report['binding']} | {c.report['verdict']} | "
                    f"{c.expect or ''}{mark} |")
     for role in matrix.roles():
-        names = [_cell(c.name) for c in matrix.of(role)]
+        names = [cell(c.name) for c in matrix.of(role)]
         out += ["", f"### {role}: requirements", "", "| requirement | level | " + " | ".join(names) + " |",
                 "|---|---|" + "---|" * len(names)]
         out += [f"| {'**' + row['id'] + '**' if row['differs'] else row['id']} | {row['level']} | "

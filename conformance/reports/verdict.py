@@ -241,6 +241,11 @@ def build(catalog: Catalog, roles: tuple[str, ...], role: str, cases: list[CaseR
                   filtered=filtered, xfailed=xfailed, unattributed=unattributed, rerun_options=rerun_options)
 
 
+def implementation_name(implementation: dict) -> str:
+    """How every output names an implementation: its name and version, as its hello gave them."""
+    return f"{implementation.get('name', '?')} {implementation.get('version', '')}".strip()
+
+
 def plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
