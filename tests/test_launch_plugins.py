@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from conformance.bindings import process_tree
+from conformance.proofs import kernel_mutants
 from tests.conftest import RUNNERS, ROOT
 
 PLUGINS = "kernel/plugins/"
@@ -64,8 +65,18 @@ def test_the_reference_kernel_launches_its_plugins_over_every_binding(tmp_path, 
     assert _left_running(tmp_path) == []
 
 
-def test_plugins_left_running_are_charged_then_killed(tmp_path):
-    run, report = _run(tmp_path, "--python", "conformance.proofs.kernel_mutants:LeavesPluginsRunning")
+class LeavesPluginsRunningWithoutReload(kernel_mutants.LeavesPluginsRunning):
+    """Told to stop at the end of each case instead of given an empty configuration: its leftovers must be
+    seen before the suite tears its process tree down."""
+    FEATURES = ["count_tokens"]
+
+
+@pytest.mark.parametrize("target", [("--python", "conformance.proofs.kernel_mutants:LeavesPluginsRunning"),
+                                    ("--stdio", f"{sys.executable} {RUNNERS / 'stdio_shim.py'} "
+                                                "tests.test_launch_plugins:LeavesPluginsRunningWithoutReload")],
+                         ids=["reloads-in-process", "stopped-over-stdio"])
+def test_plugins_left_running_are_charged_then_killed(tmp_path, target):
+    run, report = _run(tmp_path, *target)
     assert run.returncode == 0, run.stdout + run.stderr  # a SHOULD: a warning, not a failed certification
     assert "warnings (SHOULD): K-PLUGIN-SHUTDOWN" in run.stdout
     assert _status(report, "K-PLUGIN-SHUTDOWN") == "fail"

@@ -115,10 +115,14 @@ class LaunchingKernel:
         if self.config is None:
             return []
         config, reports, self.config = self.config, self.reports, None
-        if "reload" in self.inner.features and not self.inner.broken:
-            self.inner.request("load", {"config": {**config, "providers": []}})
-        else:
-            self._close_inner()
+        reloads = "reload" in self.inner.features
+        if not self.inner.broken:
+            # Told, not torn down: closing the binding kills the kernel's whole tree, plugins included,
+            # which would hide a kernel that leaves them running.
+            if reloads:
+                self.inner.request("load", {"config": {**config, "providers": []}})
+            else:
+                self.inner.request("stop", {})
         launches = [launch for report in reports for launch in _read(report)]
         deadline = time.monotonic() + SHUTDOWN_GRACE
         for launch in launches:
@@ -127,6 +131,8 @@ class LaunchingKernel:
                 time.sleep(0.02)
             launch["exited"] = not _alive(launch["pid"])
             launch["handed_secret"] = PLANTED_SECRET[0] in launch.get("env", ()) if self.planted else None
+        if not reloads:
+            self._close_inner()
         self._kill_leftovers()
         return launches
 
