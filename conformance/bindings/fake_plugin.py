@@ -28,11 +28,10 @@ import threading
 import time
 
 import grpc
-from google.rpc import status_pb2
-from grpc_status import rpc_status
 
 from conformance.bindings.fake_services import CRASH_METADATA
 from conformance.bindings.go_plugin_protocol import CALLBACK_BROKER_ID, DEFAULT_COOKIE, parse_cookie
+from conformance.bindings.grpc_wire import abort, failure_from
 from conformance.bindings.plugin_side import refusal, serve
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2_grpc
@@ -40,7 +39,6 @@ from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2_grpc
 
 PROBE_TEXT = "ctxconf: a provider counting its section through the kernel"
 OFFER_WAIT = 5.0   # how long the probe waits for the host to announce broker ID 1
-STATUS_DETAILS = "grpc-status-details-bin"
 CRASH_EXIT = 70
 
 
@@ -112,9 +110,7 @@ class Relay(context_pb2_grpc.ContextServiceServicer):
             if trailing.get(CRASH_METADATA[0]) == CRASH_METADATA[1]:
                 self.observe("crash", method=method)
                 os._exit(CRASH_EXIT)
-            if STATUS_DETAILS in trailing:
-                context.abort_with_status(rpc_status.to_status(status_pb2.Status.FromString(trailing[STATUS_DETAILS])))
-            context.abort(error.code(), error.details() or "")
+            abort(context, failure_from(error))  # the same code, message, ContextError and details
 
     def GetCapabilities(self, request, context):
         return self._forward("GetCapabilities", request, context)

@@ -20,6 +20,7 @@ from typing import Callable
 import grpc
 from google.protobuf import json_format
 
+from conformance.bindings import jsonlines
 from conformance.bindings.base import CallFailed
 from conformance.bindings.go_plugin_protocol import (CALLBACK_BROKER_ID, DEFAULT_COOKIE, BrokerOffer, host_env,
                                                      parse_handshake, shutdown)
@@ -28,9 +29,9 @@ from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
 from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb2_grpc
 
-# What a plugin may see of the kernel's environment (architecture.md#transport): enough to run a program.
-ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV",
-                 "PYTHONPATH")
+# What a plugin may see of the kernel's environment (architecture.md#transport): what the suite gives the
+# programs it launches, enough to run one, and the temporary directory.
+ENV_ALLOWLIST = (*jsonlines.ENV_ALLOWLIST, "TMPDIR")
 HANDSHAKE_TIMEOUT = 30.0
 KILL_AFTER = 2.0   # after Shutdown, as go-plugin's client.Kill waits
 REQUESTS = {"GetCapabilities": context_pb2.GetCapabilitiesRequest, "Configure": context_pb2.ConfigureRequest,
