@@ -151,7 +151,6 @@ def main(argv: list[str] | None = None) -> int | None:
                         stopping, callbacks.on_offer, lambda: observe("shutdown"))
     stopping.wait()
     grpc_server.stop(grace=0.2).wait()  # the host's broker and stdio streams stay open until it lets go
-    observe("exit")
     os._exit(0)  # at once: tearing down grpc's threads at interpreter exit costs more than the whole shutdown
 
 

@@ -1,6 +1,9 @@
 """The reference kernel's plugin machinery: it launches each provider's plugin
-as a hashicorp/go-plugin host does, with the same host code the suite's
-`--plugin` binding uses (bindings/go_plugin.py), and calls it over gRPC.
+as a hashicorp/go-plugin host does, on the protocol pieces the suite's
+`--plugin` binding uses too (bindings/go_plugin_protocol.py: the host
+environment, the handshake line, the broker offer, Shutdown), and calls it over
+gRPC. The process handling is its own: a kernel does not have the suite's
+process-tree machinery, and its plugins inherit no more than an allowlist.
 
 Used when Load names a command for a provider (`ctxconf kernel
 --launch-plugins`). Every plugin is offered the kernel's
