@@ -30,7 +30,7 @@ from pathlib import Path
 from conformance import __version__, catalog as catalog_mod, certify
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
 from conformance.properties import CASE_IDS, PROFILES
-from conformance.reports import badge, console, html, json_report, junit, markdown
+from conformance.reports import badge, console, json_report, junit, markdown
 from conformance.reports.verdict import Exit
 from conformance.schemas import InputError
 
@@ -260,10 +260,15 @@ def _selftest(args: argparse.Namespace) -> int:
     return Exit.FAILED if any(o.problem for o in outcomes) or gaps else Exit.OK
 
 
+def _html(report) -> str:
+    from conformance.reports import html  # jinja2 is imported only for the runs that ask for HTML
+    return html.to_html(report)
+
+
 def _emit(report, args: argparse.Namespace) -> int:
     outputs = [(args.report, lambda: json.dumps(json_report.to_json(report), indent=2, ensure_ascii=False) + "\n"),
                (args.junit, lambda: junit.to_xml(report)), (args.markdown, lambda: markdown.to_markdown(report)),
-               (args.html, lambda: html.to_html(report))]
+               (args.html, lambda: _html(report))]
     if args.badge:
         outputs += [(args.badge / "badge.svg", lambda: badge.svg(report)),
                     (args.badge / "badge.json", lambda: json.dumps(badge.endpoint(report)) + "\n")]

@@ -12,10 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import jsonschema_rs
 import yaml
-from referencing import Registry, Resource
 
 from conformance.paths import SCHEMAS
 
@@ -31,8 +29,11 @@ class InputError(Exception):
         super().__init__(where + message)
 
 
+# jsonschema, and the referencing library under it, are imported only to word an error: most runs meet none.
+
 @lru_cache(maxsize=None)
-def _registry() -> Registry:
+def _registry():
+    from referencing import Registry, Resource
     resources = []
     for path in sorted(SCHEMAS.glob("*.json")):
         document = json.loads(path.read_text())
@@ -41,13 +42,14 @@ def _registry() -> Registry:
 
 
 @lru_cache(maxsize=None)
-def validator(ref: str) -> jsonschema.Draft202012Validator:
-    """A validator for `file.json` or `file.json#/$defs/Name`."""
+def validator(ref: str):
+    """A jsonschema validator for `file.json` or `file.json#/$defs/Name`."""
+    import jsonschema
     return jsonschema.Draft202012Validator({"$ref": BASE + ref}, registry=_registry(),
                                            format_checker=jsonschema.FormatChecker())
 
 
-def field_path(error: jsonschema.ValidationError) -> str:
+def field_path(error) -> str:
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     return path.lstrip(".") or "(top level)"
 
@@ -69,8 +71,8 @@ def problems(ref: str, data: Any) -> list[tuple[str, str]]:
     """(field path, message) for every way `data` breaks the schema, most relevant first."""
     if is_valid(ref)(data):  # the common case, checked in a few microseconds; errors are jsonschema's own
         return []
-    check_with = validator(ref)
-    errors = sorted(check_with.iter_errors(data), key=jsonschema.exceptions.relevance)
+    from jsonschema.exceptions import relevance
+    errors = sorted(validator(ref).iter_errors(data), key=relevance)
     return [(field_path(_deepest(e)), _deepest(e).message) for e in errors]
 
 
@@ -82,10 +84,11 @@ def check(ref: str, data: Any, source: str) -> None:
         raise InputError(source, message, field)
 
 
-def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+def _deepest(error):
     # oneOf/anyOf failures hide the useful message in their context.
+    from jsonschema.exceptions import best_match
     while error.context:
-        error = jsonschema.exceptions.best_match(error.context)
+        error = best_match(error.context)
     return error
 
 

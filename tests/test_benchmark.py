@@ -18,7 +18,7 @@ def rows(stdio_ratio: float, in_process_us: float) -> list[dict]:
     def row(name, trip, ratio=None):
         return {"name": name, "trip": trip, "bare": trip / ratio if ratio else None, "ratio": ratio}
     return [row("python, null kernel", in_process_us / 1e6), row("stdio, null kernel", 40e-6, stdio_ratio),
-            row("gRPC, null kernel", 1e-3, 9.0), row("stdio shim alone", 30e-6, 1.5)]
+            row("gRPC, null kernel", 1e-3, 9.0), row("stdio JSON echo", 20e-6, 1.2), row("stdio shim alone", 30e-6, 1.5)]
 
 
 @pytest.mark.parametrize("stdio, in_process, code, missed", [

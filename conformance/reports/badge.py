@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
+from html import escape  # not xml.sax.saxutils, which imports urllib and http for nothing here
 
 from conformance.engine.results import PASS
 from conformance.reports.verdict import CONFORMANT, INCOMPLETE, NOT_CONFORMANT, Report

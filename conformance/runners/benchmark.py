@@ -80,6 +80,9 @@ class NullKernel:
 
 
 ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
+# The least any JSON-lines peer does: read each line as JSON and write it back as JSON, nothing else.
+JSON_ECHO = ("import json, sys\nfor line in sys.stdin:\n    sys.stdout.write(json.dumps(json.loads(line)) + '\\n')\n"
+             "    sys.stdout.flush()\n")
 
 
 def time_firings(binding, firings: int) -> float:
@@ -106,9 +109,9 @@ def time_firings(binding, firings: int) -> float:
         binding.close()
 
 
-def time_stdio_echo(trips: int) -> float:
-    """Seconds per round trip of a JSON line through a child that echoes it."""
-    child = subprocess.Popen([sys.executable, "-c", ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+def time_stdio_echo(trips: int, program: str = ECHO) -> float:
+    """Seconds per round trip of a JSON line through a child that echoes it (by default, without reading it)."""
+    child = subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                              bufsize=1)
     line = json.dumps({"id": 1, "result": {"sections": []}}) + "\n"
     try:
@@ -207,9 +210,12 @@ def measure(firings: int, repeats: int) -> list[dict]:
                         row["bare"].append(bare(trips))
                     row["trip"].append(time_firings(opener(), firings) / ROUND_TRIPS_PER_FIRING)
                 if kernel == "null kernel":
-                    row = rows.setdefault("stdio shim alone", {"name": "stdio shim alone", "trip": [], "bare": []})
-                    row["bare"].append(time_stdio_echo(trips))
-                    row["trip"].append(time_stdio_floor(shim, work, firings) / ROUND_TRIPS_PER_FIRING)
+                    for name, floor in (("stdio JSON echo", lambda: time_stdio_echo(trips, JSON_ECHO)),
+                                        ("stdio shim alone",
+                                         lambda: time_stdio_floor(shim, work, firings) / ROUND_TRIPS_PER_FIRING)):
+                        row = rows.setdefault(name, {"name": name, "trip": [], "bare": []})
+                        row["bare"].append(time_stdio_echo(trips))
+                        row["trip"].append(floor())
     return [{"name": r["name"], "trip": statistics.median(r["trip"]),
              "bare": statistics.median(r["bare"]) if r["bare"] else None,
              "ratio": statistics.median(t / b for t, b in zip(r["trip"], r["bare"])) if r["bare"] else None}
@@ -241,8 +247,9 @@ def render(rows: list[dict], firings: int, repeats: int) -> str:
     lines += ["", f"in-process suite work (python binding, null kernel): {by_name['python, null kernel']['trip'] * 1e6:.0f}"
               f" us per round trip",
               f"stdio binding vs its bare transport (null kernel): {by_name['stdio, null kernel']['ratio']:.1f}x "
-              f"(the shim alone, answered with a fixed reply and no suite work: "
-              f"{by_name['stdio shim alone']['ratio']:.1f}x)",
+              f"(floors: a child that only parses and writes back each line as JSON, "
+              f"{by_name['stdio JSON echo']['ratio']:.1f}x; the shim alone, answered with a fixed reply and no "
+              f"suite work, {by_name['stdio shim alone']['ratio']:.1f}x)",
               f"gRPC binding vs its bare transport (null kernel): {by_name['gRPC, null kernel']['ratio']:.1f}x"]
     return "\n".join(lines)
 
