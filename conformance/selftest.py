@@ -92,6 +92,7 @@ class Outcome:
     seconds: float = 0.0
     unexercised: list[str] = field(default_factory=list)  # MUSTs that applied and were never judged
     killed_by: set[str] = field(default_factory=set)      # the vectors that failed it on what it breaks
+    cited: set[str] = field(default_factory=set)         # collateral its killing vectors say they test
 
     @property
     def caught(self) -> set[str]:
@@ -104,7 +105,7 @@ class Outcome:
 
     @property
     def stray(self) -> set[str]:
-        return self.caught - set(self.subject.breaks) - set(self.subject.also)
+        return self.caught - set(self.subject.breaks) - set(self.subject.also) - self.cited
 
     @property
     def problem(self) -> str:
@@ -174,6 +175,7 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
         for finding in case.failures():
             outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")
     outcome.killed_by = {c.id for c in cases if {f.requirement for f in c.failures()} & set(subject.breaks)}
+    outcome.cited = cited_collateral(cases, subject.breaks)
     outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, *generated] if c.error]
     outcome.seconds = time.perf_counter() - started
     return outcome
@@ -212,6 +214,18 @@ def _plain_opener(subject: Subject, workdir: Path):
     if subject.binding == "grpc":
         return lambda: GrpcProviderBinding(workdir, 10.0, command=subject.command())
     return lambda: PythonBinding(subject.name, protocol, 10.0, factory=subject.factory)
+
+
+def cited_collateral(cases: list[CaseResult], breaks: tuple[str, ...]) -> set[str]:
+    """The collateral a mutant's `also` need not list: a requirement failed in a vector that cites it, in the
+    same case as a requirement the mutant declares. The vector's author said the case tests both; a failure
+    the vector does not cite, or in a case that shows nothing the mutant breaks, still needs declaring."""
+    found: set[str] = set()
+    for case in cases:
+        failed = {f.requirement for f in case.failures()}
+        if failed & set(breaks):
+            found |= failed & set(case.requirements)
+    return found - set(breaks)
 
 
 def _failed(cases: list[CaseResult]) -> set[str]:
@@ -339,7 +353,8 @@ def to_json(outcomes: list[Outcome], seconds: float) -> dict:
         "seconds": round(seconds, 2),
         "subjects": [{"name": o.subject.name, "role": o.subject.role, "binding": o.subject.binding,
                       "kind": "mutant" if o.subject.mutant else "variant" if o.subject.freedom else "reference",
-                      "breaks": list(o.subject.breaks), "freedom": o.subject.freedom, "grants": o.subject.grants,
+                      "breaks": list(o.subject.breaks), "also": list(o.subject.also),
+                      "cited_collateral": sorted(o.cited), "freedom": o.subject.freedom, "grants": o.subject.grants,
                       "property_only": o.subject.property_only, "by_vectors": sorted(o.by_vectors),
                       "by_properties": sorted(o.by_properties), "problem": o.problem, "errors": o.errors,
                       "seconds": round(o.seconds, 2)}

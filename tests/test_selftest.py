@@ -8,6 +8,7 @@ fail: a variant that is failed, or a mutant that strays, is a problem."""
 import pytest
 
 from conformance import catalog as catalog_mod, selftest
+from conformance.engine.results import CaseResult, Finding
 from conformance.proofs import kernel_mutants, kernel_variants, provider_variants
 from tests.conftest import ROOT, ctxconf
 
@@ -52,6 +53,20 @@ def test_a_failed_variant_and_a_straying_mutant_are_problems():
     overclaiming = selftest.Subject("Overclaiming", "kernel", wrong, breaks=(*wrong.breaks, "K-TIMEOUT"), also=wrong.also)
     outcome = selftest.certify(overclaiming, "ci", None, properties=False)
     assert not outcome.killed and outcome.problem == "not caught on K-TIMEOUT, which it declares"
+
+
+def test_collateral_is_derived_only_from_a_citing_vector_that_shows_a_declared_break():
+    def case(cites, fails):
+        return CaseResult("v", "v", requirements=cites, findings=[Finding(r, False) for r in fails])
+    cases = [case(("K-BUDGET-REJECT", "K-BUDGET-VALIDATE"), ("K-BUDGET-REJECT", "K-BUDGET-VALIDATE")),
+             case(("K-TOKEN-BUDGET",), ("K-TOKEN-BUDGET", "K-HISTORY-TOKENS")),   # fails one it does not cite
+             case(("K-SCOPE-LOG",), ("K-SCOPE-LOG",))]                           # shows nothing declared
+    assert selftest.cited_collateral(cases, ("K-BUDGET-REJECT", "K-TOKEN-BUDGET")) == {"K-BUDGET-VALIDATE"}
+    # A mutant's collateral its killing vectors cite needs no `also`; a failure they do not cite stays a stray.
+    cutter = kernel_mutants.MUTANTS["CutsToFit"]
+    outcome = selftest.certify(selftest.Subject("CutsToFit", "kernel", cutter, breaks=cutter.breaks), "ci", None,
+                               properties=False)
+    assert not cutter.also and outcome.cited and not outcome.problem, (outcome.cited, outcome.problem)
 
 
 def test_the_command_prints_both_matrices():
