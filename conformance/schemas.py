@@ -112,7 +112,8 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's, when
             raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
 
 
-def read_yaml(path: Path) -> object:
+def _read_text(path: Path) -> str:
+    """A file the suite reads, within MAX_FILE_BYTES, as UTF-8 text."""
     try:
         with path.open("rb") as stream:
             data = stream.read(MAX_FILE_BYTES + 1)
@@ -121,25 +122,47 @@ def read_yaml(path: Path) -> object:
     if len(data) > MAX_FILE_BYTES:
         raise InputError(str(path), f"larger than {MAX_FILE_BYTES // 2**20} MB; not a file the suite reads")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(str(path), f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+
+
+def _capped_parse(path: Path, parse, text: str) -> object:
+    """`parse(text)` with Python's cap on integer digits on (PYTHONINTMAXSTRDIGITS=0 switches it off, and
+    int() of 10 MB of digits takes minutes), then the nesting capped at MAX_DEPTH."""
     digits = sys.get_int_max_str_digits()
     try:
-        if digits == 0:  # the limit switched off (PYTHONINTMAXSTRDIGITS=0): int() of 10 MB of digits takes minutes
+        if digits == 0:
             sys.set_int_max_str_digits(sys.int_info.default_max_str_digits)
-        doc = yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(str(path), f"not valid YAML: {where}{getattr(exc, 'problem', exc)}") from None
-    except RecursionError:  # the pure-Python loader recurses once per level
+        doc = parse(text)
+    except RecursionError:  # the pure-Python YAML loader recurses once per level; json's decoder too
         raise InputError(str(path), "nested too deeply") from None
     finally:
         sys.set_int_max_str_digits(digits)
     if depth(doc) > MAX_DEPTH:
         raise InputError(str(path), f"nested more than {MAX_DEPTH} levels deep")
     return doc
+
+
+def read_yaml(path: Path) -> object:
+    def parse(text: str) -> object:
+        try:
+            return yaml.load(text, Loader=_Loader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            raise InputError(str(path), f"not valid YAML: {where}{getattr(exc, 'problem', exc)}") from None
+    return _capped_parse(path, parse, _read_text(path))
+
+
+def read_json(path: Path, what: str = "JSON") -> object:
+    """A JSON file, within the same caps as read_yaml."""
+    def parse(text: str) -> object:
+        try:
+            return json.loads(text)
+        except ValueError as exc:  # not JSON, or an integer longer than the digits cap
+            raise InputError(str(path), f"not {what}: {exc}") from None
+    return _capped_parse(path, parse, _read_text(path))
 
 
 def depth(data: object) -> int:

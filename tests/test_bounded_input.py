@@ -88,3 +88,24 @@ def test_a_message_nested_past_the_cap_is_refused_and_one_at_the_cap_is_read(tmp
         process._parse(_nested(MAX_DEPTH + 1))
     brackets_in_a_string = b'{"id": 2, "text": "' + b"[{" * 100 + b'"}'
     assert process._parse(brackets_in_a_string)["id"] == 2  # many brackets, but not deep
+
+
+JSON_HOSTILE = {  # the JSON reports `ctxconf diff` reads go through the same caps
+    "unclosed-nesting": ("[" * 200_000, "nested too deeply"),
+    "deep-nesting": ("[" * (MAX_DEPTH + 50) + "]" * (MAX_DEPTH + 50), f"more than {MAX_DEPTH}"),
+    "huge-int": ("9" * 5000, "4300 digits"),
+    "not-utf8": (b'{"id": "caf\xe9"}', "not UTF-8"),
+    "oversized": (" " * (MAX_FILE_BYTES + 1) + "{}", "larger than"),
+    "not-json": ("{'single': 'quotes'}", "not a JSON report"),
+}
+
+
+@pytest.mark.parametrize("hostile", sorted(JSON_HOSTILE))
+def test_a_hostile_report_given_to_diff_is_exit_2_at_once(hostile, tmp_path):
+    content, words = JSON_HOSTILE[hostile]
+    path = tmp_path / f"{hostile}.json"
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    run = ctxconf("diff", str(path), str(path), timeout=60)
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert f"ctxconf: error: {path}: " in run.stderr and words in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr

@@ -9,29 +9,19 @@ message. Implementation names may differ; roles may not.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.reports.markdown import cell
 from conformance.reports.verdict import Exit, implementation_name, plural
-from conformance.schemas import InputError, check
+from conformance.schemas import InputError, check, read_json
 
 MISSING = "absent"  # a requirement or case one report has and the other does not
 
 
 def load(path: Path) -> dict:
     """A JSON report, checked against report.json; InputError names the file and the field."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(str(path), f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(str(path), f"not a JSON report: {exc}") from None
+    data = read_json(path, "a JSON report")
     check("report.json", data, f"{path} (not a ctxconf JSON report)")
     return data
 
