@@ -405,16 +405,16 @@ class TurnCheck:
         fake = self.scenario.provider(call.provider)
         prior = call.request["prior_sections"]
         if call.hung:
-            judgment = judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"})
+            judgment = judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"}, self.model)
             if self.real_transport:
                 judgment.blame = "K-TIMEOUT"
                 waited = call.hang.abandoned_after
                 self.add("K-TIMEOUT", waited is not None, "the kernel never gave up on a Contribute that did not "
                          "answer; the suite stopped waiting", self.at(call))
         elif call.crashed and self.launched_plugins:  # elsewhere the kernel sees a bare UNAVAILABLE, no crash
-            judgment = judge_crash(fake.name, prior)
+            judgment = judge_crash(fake.name, prior, self.model)
         elif call.error is not None:
-            judgment = judge_failure(fake.name, prior, call.error)
+            judgment = judge_failure(fake.name, prior, call.error, self.model)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":
