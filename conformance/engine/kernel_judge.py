@@ -277,7 +277,7 @@ def _kept_nothing(prior: list[dict], admissible: list[dict], budget: int, model:
         requirement, why = "K-COUNT-RESOLUTION", (f"the fallback formula counts {by_formula}, over its budget of "
                                                   f"{budget}, but {model.id}'s tokenizer counts {counted}")
     else:
-        requirement, why = otherwise, f"they count {counted}, within its budget of {budget}"
+        requirement, why = otherwise, f"they count {counted} against its budget of {budget}"
     return Misreading(requirement, f"the kernel kept none of its admissible sections: {why}",
                       lambda chain: chain == prior, alone=True)
 
