@@ -3,9 +3,9 @@ hold (whatever the vector, and whatever scenario the property tests generate),
 then the vector's own explicit expectations.
 
 Each finding cites the one requirement its observation evidences. The rules
-for what a kernel may do with a reply live in kernel_judge; this module walks
-the transcript in order, keeps the conversation a conforming kernel would
-have, and compares.
+for what a kernel may do with a reply, and which rule a chain it may not hold
+breaks, live in kernel_judge; this module walks the transcript in order, keeps
+the conversation a conforming kernel would have, and compares.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 
 from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
-from conformance.engine.kernel_judge import (Judgment, Outcome, judge_crash, judge_failure, judge_reply,
-                                              same_but_tokens)
+from conformance.engine.kernel_judge import Judgment, Outcome, judge_crash, judge_failure, judge_reply
 from conformance.engine.results import Finding, HarnessProblem
 from conformance.engine.scenario import KernelScenario, Model
 from conformance.wire import errors, tokens
@@ -405,16 +404,16 @@ class TurnCheck:
         fake = self.scenario.provider(call.provider)
         prior = call.request["prior_sections"]
         if call.hung:
-            judgment = judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"})
+            judgment = judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"}, self.model)
             if self.real_transport:
                 judgment.blame = "K-TIMEOUT"
                 waited = call.hang.abandoned_after
                 self.add("K-TIMEOUT", waited is not None, "the kernel never gave up on a Contribute that did not "
                          "answer; the suite stopped waiting", self.at(call))
         elif call.crashed and self.launched_plugins:  # elsewhere the kernel sees a bare UNAVAILABLE, no crash
-            judgment = judge_crash(fake.name, prior)
+            judgment = judge_crash(fake.name, prior, self.model)
         elif call.error is not None:
-            judgment = judge_failure(fake.name, prior, call.error)
+            judgment = judge_failure(fake.name, prior, call.error, self.model)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":
@@ -433,10 +432,12 @@ class TurnCheck:
         outcome = next((o for o in matching if all(self.reported(judgment.provider, n) for n in o.diagnostics)),
                        matching[0] if matching else None)
         if outcome is None:
-            # What the kernel should have reported about a chain it got wrong is moot; the chain is the finding.
-            for requirement in self.attribute(judgment, call, observed):
-                self.add(requirement, False, f"{judgment.why}; the chain afterwards was "
-                                             f"{_brief(observed)}, expected {_brief_expected(judgment.outcomes)}", where)
+            # What the kernel should have reported about a chain it got wrong is moot; the chain is the finding,
+            # charged to what the judge says holding it breaks.
+            for broken in judgment.broken(observed):
+                why = "; ".join(filter(None, (judgment.why, broken.why)))
+                self.add(broken.requirement, False, f"{why}; the chain afterwards was {_brief(observed)}, "
+                                                    f"expected {_brief_expected(judgment.outcomes)}", where)
             outcome = judgment.outcomes[0]
         else:
             self.add(judgment.blame, True)
@@ -445,51 +446,6 @@ class TurnCheck:
         if outcome.history is not None:
             self.history = outcome.history
             self.histories.append(outcome.history)
-
-    def attribute(self, judgment: Judgment, call: CallRecord, observed: list[dict]) -> list[str]:
-        """Which requirement the kernel broke, from what it kept."""
-        offered = (call.result or {}).get("sections", []) + call.request["prior_sections"]
-        prior, budget = call.request["prior_sections"], call.request["token_budget"]
-        if judgment.blame == "K-SCOPE-DISCARD":
-            return [judgment.blame]  # whatever it kept of a reply it had to discard whole, the fault is keeping it
-        if observed == prior and call.result is not None:
-            # It kept nothing of a reply it should have kept (at least in part): which rule did it misapply?
-            sections = call.result.get("sections", [])
-            own = sections if self.scenario.provider(call.provider).compactor else sections[len(prior):]
-            admissible = [s for s in own if s["label"] and tokens.is_text_only(s["content"])]
-            content_rule = judgment.blame in ("K-NON-TEXT-REJECT", "K-PROMPT-BOUNDARIES")
-            return [self.why_rejected(admissible, budget, judgment.blame if content_rule else "K-PRIOR-SECTIONS")]
-        if any(o.matches_but_tokens(observed) for o in judgment.outcomes) or self.miscounted(observed, offered):
-            # Right sections with a wrong figure, or kept sections whose figure is neither the stated one nor
-            # the right count: the kernel's own count is off, and its budget decisions with it.
-            return ["K-COUNT-RESOLUTION" if self.model.count_tokens else "K-COUNT-FALLBACK-FORMULA"]
-        found = []
-        if any(not tokens.is_text_only(s["content"]) for s in observed):
-            found.append("K-NON-TEXT-REJECT")
-        if any(not s["label"] for s in observed):
-            found.append("K-PROMPT-BOUNDARIES")
-        if any(_cut_from(s, offered) for s in observed):
-            found.append("K-NO-KERNEL-CUT")
-        if judgment.blame not in ("K-NON-TEXT-REJECT", "K-PROMPT-BOUNDARIES") or not found:
-            found.append(judgment.blame)
-        return list(dict.fromkeys(found))
-
-    def miscounted(self, observed: list[dict], offered: list[dict]) -> bool:
-        """Some kept section, otherwise as offered, carries a figure of the kernel's own that is wrong:
-        neither one it was offered with nor the right count."""
-        for kept in observed:
-            figures = {original["tokens"] for original in offered if same_but_tokens(kept, original)}
-            if figures and kept["tokens"] not in figures | {self.model.count(kept["content"])}:
-                return True
-        return False
-
-    def why_rejected(self, own: list[dict], budget: int, otherwise: str) -> str:
-        """The kernel dropped sections it should have kept: which rule did it misapply?"""
-        if sum(self.model.count(s["content"]) for s in own) == budget:
-            return "K-BUDGET-REJECT"     # exactly at the budget is within it
-        if self.model.count_tokens and sum(tokens.fallback_count(s["content"]) for s in own) > budget:
-            return "K-COUNT-RESOLUTION"  # it counted with the formula, not the model's tokenizer
-        return otherwise
 
     def reported(self, provider: str, needed) -> bool:
         return any(d.get("provider") == provider and needed.category in (None, d.get("category"))
@@ -592,19 +548,6 @@ class TurnCheck:
         self.add(blame[0], False, blame[1])
         # Reported once; from here on, judge the session by the conversation the kernel actually keeps.
         self.history, self.state.rewritten = observed, True
-
-
-def _cut_from(section: dict, offered: list[dict]) -> bool:
-    """`section` is a shortened copy of an offered section with the same owner and label."""
-    text = tokens.text_of(section["content"])
-    if any(same_but_tokens(section, original) for original in offered):
-        return False
-    for original in offered:
-        if (original["provider"], original["label"]) == (section["provider"], section["label"]):
-            whole = tokens.text_of(original["content"])
-            if len(text) < len(whole) and whole.startswith(text[: max(1, len(text) - 3)]):
-                return True
-    return False
 
 
 # Characters a text needs before finding it somewhere in a prompt says where it came from: a shorter one may be

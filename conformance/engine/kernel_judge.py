@@ -3,13 +3,16 @@
 Given the chain a provider was sent and what it answered, `judge` lists the
 chains the kernel may hold afterwards (more than one where a ruling accepts
 several behaviours), the diagnostics each requires, whether the turn may
-fail, and which requirement is broken when the kernel does otherwise. This is
-ctxconf's own reading of the rules, kept apart from the reference kernel so
-that the two are independent implementations of the same spec.
+fail, and which requirement is broken when the kernel does otherwise: each
+wrong chain it recognises with the rule that chain breaks and why, and a blame
+for any other. This is ctxconf's own reading of the rules, kept apart from the
+reference kernel so that the two are independent implementations of the same
+spec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conformance.engine.scenario import FakeProvider, Model
@@ -63,6 +66,15 @@ class Outcome:
             e.matches({**o, "tokens": e.token_figures[0]}) for e, o in zip(self.chain, observed))
 
 
+@dataclass(frozen=True)
+class Misreading:
+    """A wrong chain the judge recognises: a kernel holding a chain `shown_by` accepts broke `requirement`."""
+    requirement: str
+    why: str
+    shown_by: Callable[[list[dict]], bool]
+    alone: bool = False   # it accounts for the whole chain: nothing else is charged beside it
+
+
 @dataclass
 class Judgment:
     provider: str
@@ -75,6 +87,19 @@ class Judgment:
     rejected: list[dict] = field(default_factory=list)  # content that must not reach the prompt
     rejected_history: list[dict] | None = None          # a rewrite that must not be applied
     rejected_history_blame: str = ""
+    misreadings: list[Misreading] = field(default_factory=list)  # in the order they take precedence
+    blame_is_a_guess: bool = False   # it only names the content likely kept wrongly: a misreading found replaces it
+
+    def broken(self, observed: list[dict]) -> list[Misreading]:
+        """What holding `observed`, which no outcome matches, breaks: the first misreading that accounts for it
+        alone, else each one it shows, and the blame unless one of them replaces it."""
+        found = [m for m in self.misreadings if m.shown_by(observed)]
+        alone = [m for m in found if m.alone]
+        if alone:
+            return alone[:1]
+        if not found or not self.blame_is_a_guess:
+            found.append(Misreading(self.blame, "", lambda chain: True))
+        return found
 
 
 def kept_as_is(sections: list[dict]) -> list[Expected]:
@@ -89,14 +114,15 @@ _ISOLATE_LOG = {"source_unavailable": "K-ERR-SOURCE-UNAVAILABLE", "budget_exceed
                 "scope_violation": "K-ERR-SCOPE-VIOLATION"}
 
 
-def judge_failure(provider: str, prior: list[dict], error: dict) -> Judgment:
+def judge_failure(provider: str, prior: list[dict], error: dict, model: Model) -> Judgment:
     """Contribute failed (R-ERROR-ISOLATION): classify by the ContextError, not the code."""
     category = errors.category_of(error.get("context_error"))
     if category in errors.ISOLATING:
         needed = Needed(category, _ISOLATE_LOG[category], miscategorized=_ISOLATE_BLAME[category])
-        return Judgment(provider, [Outcome(kept_as_is(prior), [needed])],
-                        blame=_ISOLATE_BLAME[category], fail_blame=_ISOLATE_BLAME[category],
-                        why=f"a {category} failure isolates the provider: the chain before it stands")
+        return _misread(Judgment(provider, [Outcome(kept_as_is(prior), [needed])],
+                                 blame=_ISOLATE_BLAME[category], fail_blame=_ISOLATE_BLAME[category],
+                                 why=f"a {category} failure isolates the provider: the chain before it stands"),
+                        prior, model)
     if category == "invalid_request":
         needed = Needed("invalid_request", "K-ERR-INVALID-REQUEST-LOG")
         why, contains = "an invalid_request failure is isolated with a diagnostic or fails the turn", ()
@@ -109,16 +135,17 @@ def judge_failure(provider: str, prior: list[dict], error: dict) -> Judgment:
     else:
         needed = Needed(None, "K-NO-SILENT-FALLBACK")
         why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ()
-    return Judgment(provider, [Outcome(kept_as_is(prior), [needed])], blame="K-PRIOR-SECTIONS",
-                    why=why, may_fail_turn=True, turn_error_contains=contains)
+    return _misread(Judgment(provider, [Outcome(kept_as_is(prior), [needed])], blame="K-PRIOR-SECTIONS",
+                             why=why, may_fail_turn=True, turn_error_contains=contains), prior, model)
 
 
-def judge_crash(provider: str, prior: list[dict]) -> Judgment:
+def judge_crash(provider: str, prior: list[dict], model: Model) -> Judgment:
     """The provider's process died during Contribute (R-PLUGIN-CRASH): a source that became unavailable,
     whatever the transport said. Isolated, visibly, and the turn goes on."""
-    return Judgment(provider, [Outcome(kept_as_is(prior), [Needed(None, "K-NO-SILENT-FALLBACK")])],
-                    blame="K-ERR-SOURCE-UNAVAILABLE", fail_blame="K-ERR-SOURCE-UNAVAILABLE",
-                    why="a provider whose process died is unavailable: the chain before it stands, the turn goes on")
+    return _misread(Judgment(provider, [Outcome(kept_as_is(prior), [Needed(None, "K-NO-SILENT-FALLBACK")])],
+                             blame="K-ERR-SOURCE-UNAVAILABLE", fail_blame="K-ERR-SOURCE-UNAVAILABLE",
+                             why="a provider whose process died is unavailable: the chain before it stands, "
+                                 "the turn goes on"), prior, model)
 
 
 # --- replies -----------------------------------------------------------------------
@@ -136,17 +163,21 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
                         blame="K-SCOPE-DISCARD", fail_blame="K-SCOPE-NO-FAIL",
                         why="the reply touched sections it does not own; the whole reply is discarded",
                         rejected=[s for s in sections if s not in prior], rejected_history=rewrite or None,
-                        rejected_history_blame="K-REWRITE-COMPACTOR-ONLY")
+                        rejected_history_blame="K-REWRITE-COMPACTOR-ONLY",
+                        # Whatever it kept of a reply it had to discard whole, the fault is keeping it.
+                        misreadings=[Misreading("K-SCOPE-DISCARD", "the kernel kept some of it", lambda chain: True,
+                                                alone=True)])
     base = [] if fake.compactor else prior
     own = sections if fake.compactor else sections[len(prior):]
     text_only = [s for s in own if tokens.is_text_only(s["content"])]
     unlabeled = [s for s in text_only if not s["label"]]
     content_rules = [Needed("non_text_content", "K-NON-TEXT-REJECT") for s in own if s not in text_only]
 
-    over = _budget_blame(fake, [s for s in text_only if s["label"]], budget, model)
-    blame = over or ("K-NON-TEXT-REJECT" if content_rules else "K-PROMPT-BOUNDARIES" if unlabeled
-                     else "K-PRIOR-SECTIONS")
-    judgment = Judgment(fake.name, [], blame=blame,
+    admissible = [s for s in text_only if s["label"]]
+    over = _budget_blame(fake, admissible, budget, model)
+    # Within budget, the blame can only guess which offending section was kept; a misreading names it.
+    guess = None if over else "K-NON-TEXT-REJECT" if content_rules else "K-PROMPT-BOUNDARIES" if unlabeled else None
+    judgment = Judgment(fake.name, [], blame=over or guess or "K-PRIOR-SECTIONS", blame_is_a_guess=bool(guess),
                         fail_blame="K-BUDGET-NO-TURN-FAIL" if over and not fake.compactor else
                         "K-NON-TEXT-REJECT" if content_rules else "K-FIRE-EACH-TURN",
                         rejected_history_blame="K-COMPACTOR-BUDGET" if fake.compactor else "K-REWRITE-COMPACTOR-ONLY")
@@ -191,7 +222,8 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
     if rewrite and (not fake.compactor or all(o.history is None for o in judgment.outcomes)):
         judgment.rejected_history = rewrite
     judgment.why = "; ".join(notes) or judgment.why
-    return judgment
+    return _misread(judgment, sections + prior, model,
+                    _kept_nothing(prior, admissible, budget, model, guess or "K-PRIOR-SECTIONS"))
 
 
 def same_but_tokens(a: dict, b: dict) -> bool:
@@ -210,3 +242,64 @@ def _budget_blame(fake: FakeProvider, kept: list[dict], budget: int, model: Mode
     if any(s["truncated"] for s in kept):
         return "K-TRUNCATED-NOT-ENOUGH"
     return "K-BUDGET-REJECT"
+
+
+# --- wrong chains ---------------------------------------------------------------------
+
+def _misread(judgment: Judgment, offered: list[dict], model: Model, *first: Misreading) -> Judgment:
+    """Give `judgment` the wrong chains any answer may leave, after `first`, in the order they are charged."""
+    count = "K-COUNT-RESOLUTION" if model.count_tokens else "K-COUNT-FALLBACK-FORMULA"
+    how = f"{model.id}'s tokenizer" if model.count_tokens else "the fallback formula"
+    # A figure neither offered nor right is the kernel's own count, off, and its budget decisions with it.
+    judgment.misreadings = [
+        *first,
+        Misreading(count, f"the kernel kept the right sections, with a token figure of its own, not {how}'s count",
+                   lambda chain: any(o.matches_but_tokens(chain) for o in judgment.outcomes), alone=True),
+        Misreading(count, f"a section the kernel kept carries a token figure neither offered nor {how}'s count",
+                   lambda chain: _miscounted(chain, offered, model), alone=True),
+        Misreading("K-NON-TEXT-REJECT", "the kernel kept a section holding non-text blocks (R-NON-TEXT-WHOLE-SECTION)",
+                   lambda chain: any(not tokens.is_text_only(s["content"]) for s in chain)),
+        Misreading("K-PROMPT-BOUNDARIES", "the kernel kept a section without a label (R-MISSING-LABEL)",
+                   lambda chain: any(not s["label"] for s in chain)),
+        Misreading("K-NO-KERNEL-CUT", "the kernel kept a section it was offered, shortened",
+                   lambda chain: any(_cut_from(s, offered) for s in chain)),
+    ]
+    return judgment
+
+
+def _kept_nothing(prior: list[dict], admissible: list[dict], budget: int, model: Model, otherwise: str) -> Misreading:
+    """The kernel kept nothing of a reply it had to keep, at least in part: which rule did it misapply?"""
+    counted = sum(model.count(s["content"]) for s in admissible)
+    by_formula = sum(tokens.fallback_count(s["content"]) for s in admissible)
+    if counted == budget:
+        requirement, why = "K-BUDGET-REJECT", f"they count {counted}, exactly its budget, which is within it"
+    elif model.count_tokens and by_formula > budget:
+        requirement, why = "K-COUNT-RESOLUTION", (f"the fallback formula counts {by_formula}, over its budget of "
+                                                  f"{budget}, but {model.id}'s tokenizer counts {counted}")
+    else:
+        requirement, why = otherwise, f"they count {counted} against its budget of {budget}"
+    return Misreading(requirement, f"the kernel kept none of its admissible sections: {why}",
+                      lambda chain: chain == prior, alone=True)
+
+
+def _miscounted(chain: list[dict], offered: list[dict], model: Model) -> bool:
+    """Some kept section, otherwise as offered, carries a figure of the kernel's own that is wrong:
+    neither one it was offered with nor the right count."""
+    for kept in chain:
+        figures = {original["tokens"] for original in offered if same_but_tokens(kept, original)}
+        if figures and kept["tokens"] not in figures | {model.count(kept["content"])}:
+            return True
+    return False
+
+
+def _cut_from(section: dict, offered: list[dict]) -> bool:
+    """`section` is a shortened copy of an offered section with the same owner and label."""
+    text = tokens.text_of(section["content"])
+    if any(same_but_tokens(section, original) for original in offered):
+        return False
+    for original in offered:
+        if (original["provider"], original["label"]) == (section["provider"], section["label"]):
+            whole = tokens.text_of(original["content"])
+            if len(text) < len(whole) and whole.startswith(text[: max(1, len(text) - 3)]):
+                return True
+    return False
