@@ -87,3 +87,19 @@ def test_certification_reports_its_seed(tmp_path):
     assert run.returncode == 0 and "seed 77" in run.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["seed"] == 77 and any(c["id"].startswith("property/") for c in report["cases"])
+
+
+def test_a_failure_is_shrunk_to_the_smallest_scenario_that_shows_it():
+    """Hypothesis replays a failing example before it shrinks it; that replay must count as the same failure,
+    or hypothesis stops at once and the report carries the first, unshrunk, scenario."""
+    from hypothesis import strategies as st
+
+    from conformance.engine.results import Finding
+    from conformance.properties.runner import _search
+
+    def attempt(doc):
+        return [Finding("K-BUDGET-REJECT", doc["n"] <= 5, "over")], None
+    for profile in ("ci", "default"):
+        found = _search(PropertyRun(profile=profile), st.fixed_dictionaries({"n": st.integers(0, 100),
+                                                                            "m": st.integers(0, 100)}), attempt)
+        assert found.doc == {"n": 6, "m": 0}, (profile, found.doc)

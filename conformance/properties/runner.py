@@ -53,8 +53,10 @@ class PropertyRun:
         if self.examples is not None:
             options["max_examples"] = self.examples
         phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if self.shrink else [])
+        # One failure reported, never several: hypothesis groups distinct ones in a BaseExceptionGroup, which
+        # the search below would not recognise as its own (_OutOfTime beside _Failed, when time ran out).
         return hsettings(database=None, deadline=None, phases=phases, print_blob=False, verbosity=Verbosity.quiet,
-                         suppress_health_check=list(HealthCheck), **options)
+                         suppress_health_check=list(HealthCheck), report_multiple_bugs=False, **options)
 
 
 class _Failed(Exception):
@@ -88,22 +90,25 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
     first_failure: list[float] = []
 
     def example(doc: dict) -> None:
-        if found.doc is not None and doc == found.doc:
-            raise _Failed()      # hypothesis replays its best example last: no need to run it again
-        if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
-            raise _OutOfTime()
-        found.examples += 1
-        try:
-            findings, error = attempt(doc)
-        except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
-            found.error = f"could not start the implementation: {exc}"
-            raise _OutOfTime() from None
-        failed = [f for f in findings if not f.passed]
-        found.exercised.update(f.requirement for f in findings if f.passed)
-        if failed or error:
+        # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
+        # again. Every failure is raised from the one line at the end, or hypothesis would take the replay
+        # for another bug (or a flaky one) and stop shrinking.
+        if found.doc is None or doc != found.doc:
+            if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
+                raise _OutOfTime()
+            found.examples += 1
+            try:
+                findings, error = attempt(doc)
+            except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
+                found.error = f"could not start the implementation: {exc}"
+                raise _OutOfTime() from None
+            failed = [f for f in findings if not f.passed]
+            found.exercised.update(f.requirement for f in findings if f.passed)
+            if not (failed or error):
+                return
             found.doc, found.failures, found.error = doc, failed, error  # the last one is the shrunk one
             first_failure[:] = first_failure or [time.monotonic()]
-            raise _Failed()
+        raise _Failed()
 
     test = given(strategy)(example)
     test = run.settings()(test)
