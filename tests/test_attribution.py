@@ -51,6 +51,16 @@ def test_dropping_a_reply_only_the_formula_counts_over_budget_breaks_count_resol
     assert broken(judge_reply(FAKE, [], {"sections": [offered]}, 23, TOKENIZER), []) == ["K-COUNT-RESOLUTION"]
 
 
+def test_dropping_a_reply_the_tokenizer_counts_exactly_at_budget_charges_the_count_and_names_the_other_reading():
+    # Dropped, though the tokenizer counts exactly the budget and only the formula counts more: a kernel that
+    # compares with >= and one that counts with the formula both do this. The count is charged; both are named.
+    offered = section("x" * 100, model=TOKENIZER)
+    counted = TOKENIZER.count(offered["content"])
+    assert tokens.fallback_count(offered["content"]) > counted
+    [reading] = judge_reply(FAKE, [], {"sections": [offered]}, counted, TOKENIZER).broken([])
+    assert reading.requirement == "K-COUNT-RESOLUTION" and "K-BUDGET-REJECT" in reading.why
+
+
 def test_keeping_an_unlabeled_section_names_the_label_rule_and_replaces_the_guess():
     unlabeled = section("a" * 40, label="")
     judgment = judge_reply(FAKE, [], {"sections": [unlabeled]}, 50, FORMULA)

@@ -271,11 +271,16 @@ def _kept_nothing(prior: list[dict], admissible: list[dict], budget: int, model:
     """The kernel kept nothing of a reply it had to keep, at least in part: which rule did it misapply?"""
     counted = sum(model.count(s["content"]) for s in admissible)
     by_formula = sum(tokens.fallback_count(s["content"]) for s in admissible)
-    if counted == budget:
-        requirement, why = "K-BUDGET-REJECT", f"they count {counted}, exactly its budget, which is within it"
-    elif model.count_tokens and by_formula > budget:
+    # Over by the formula though the tokenizer keeps them within: the count is the likelier fault, even at
+    # exactly the budget (a kernel that compares right but counts wrong drops them too), and the message
+    # names the other reading.
+    if model.count_tokens and by_formula > budget:
+        at_budget = f" (or, had it counted right, it took {counted}, exactly its budget, for over it: " \
+                    f"K-BUDGET-REJECT)" if counted == budget else ""
         requirement, why = "K-COUNT-RESOLUTION", (f"the fallback formula counts {by_formula}, over its budget of "
-                                                  f"{budget}, but {model.id}'s tokenizer counts {counted}")
+                                                  f"{budget}, but {model.id}'s tokenizer counts {counted}{at_budget}")
+    elif counted == budget:
+        requirement, why = "K-BUDGET-REJECT", f"they count {counted}, exactly its budget, which is within it"
     else:
         requirement, why = otherwise, f"they count {counted} against its budget of {budget}"
     return Misreading(requirement, f"the kernel kept none of its admissible sections: {why}",

@@ -319,9 +319,11 @@ class RecountSingleBlockOnly(ReferenceKernel):
                    for s in sections) > budget
 
 
-@mutant("K-BUDGET-REJECT")
+@mutant("K-BUDGET-REJECT", also=["K-COUNT-RESOLUTION"])
 class RejectsAtBudget(ReferenceKernel):
-    """Rejects a provider exactly at its budget (>= instead of >)."""
+    """Rejects a provider exactly at its budget (>= instead of >). Where the model's tokenizer counts exactly
+    the budget and the fallback formula counts more, dropping the sections looks the same as counting with
+    the formula, and the judge charges the count (kernel_judge._kept_nothing): K-COUNT-RESOLUTION."""
 
     def over_budget(self, sections, budget, model, call):
         return sum(self.count(s["content"], model, call) for s in sections) >= budget and bool(sections)
@@ -343,9 +345,10 @@ class TruncatedExcuses(ReferenceKernel):
         return super().over_budget(sections, budget, model, call) and not all(s["truncated"] for s in sections)
 
 
-@mutant("K-NO-KERNEL-CUT")
+@mutant("K-NO-KERNEL-CUT", also=["K-COUNT-RESOLUTION"])
 class CutsToFit(ReferenceKernel):
-    """Cuts an over-budget provider's text down to the budget instead of dropping it."""
+    """Cuts an over-budget provider's text down to the budget instead of dropping it, and states the cut
+    section's figure by the fallback formula, whatever the model (K-COUNT-RESOLUTION where it has a tokenizer)."""
 
     def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
         room = budget * 4
@@ -666,11 +669,11 @@ class TrustsFiguresAfterFirstSection(ReferenceKernel):
                    for i, s in enumerate(sections)) > budget
 
 
-@mutant("K-SCOPE-LOG", also=["K-SCOPE-DISCARD"], property_only=True)
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"], property_only=True)
 class ScopeIgnoresFlags(ReferenceKernel):
     """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated
-    flags. The reply it wrongly accepts goes unreported; it also reaches the chain unless its own sections
-    are then dropped for their budget, as in the counterexample the ci profile finds first."""
+    flags. The reply it wrongly accepts reaches the chain, as in the counterexample the ci profile reports;
+    it also goes unreported, which shows alone where its own sections are then dropped for their budget."""
 
     def in_scope(self, provider, chain, sections):
         key = lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"])

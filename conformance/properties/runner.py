@@ -53,10 +53,8 @@ class PropertyRun:
         if self.examples is not None:
             options["max_examples"] = self.examples
         phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if self.shrink else [])
-        # One failure reported, never several: hypothesis groups distinct ones in a BaseExceptionGroup, which
-        # the search below would not recognise as its own (_OutOfTime beside _Failed, when time ran out).
         return hsettings(database=None, deadline=None, phases=phases, print_blob=False, verbosity=Verbosity.quiet,
-                         suppress_health_check=list(HealthCheck), report_multiple_bugs=False, **options)
+                         suppress_health_check=list(HealthCheck), **options)
 
 
 class _Failed(Exception):
@@ -91,8 +89,9 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
 
     def example(doc: dict) -> None:
         # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
-        # again. Every failure is raised from the one line at the end, or hypothesis would take the replay
-        # for another bug (or a flaky one) and stop shrinking.
+        # again. Every failure is raised from the one line at the end: a failure raised elsewhere is another
+        # bug to hypothesis, which then stops shrinking (a replay it takes for a flaky failure) or reports
+        # the two in a BaseExceptionGroup (an _OutOfTime beside a _Failed) the search would not recognise.
         if found.doc is None or doc != found.doc:
             if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
                 raise _OutOfTime()
