@@ -87,13 +87,15 @@ class Judgment:
     rejected: list[dict] = field(default_factory=list)  # content that must not reach the prompt
     rejected_history: list[dict] | None = None          # a rewrite that must not be applied
     rejected_history_blame: str = ""
-    misreadings: list[Misreading] = field(default_factory=list)  # in the order they take precedence
+    # The wrong chains it recognises, in the order they take precedence: worked out only when a kernel holds a
+    # chain no outcome matches, which a conforming kernel never does.
+    misreadings: Callable[[], list[Misreading]] = list
     blame_is_a_guess: bool = False   # it only names the content likely kept wrongly: a misreading found replaces it
 
     def broken(self, observed: list[dict]) -> list[Misreading]:
         """What holding `observed`, which no outcome matches, breaks: the first misreading that accounts for it
         alone, else each one it shows, and the blame unless one of them replaces it."""
-        found = [m for m in self.misreadings if m.shown_by(observed)]
+        found = [m for m in self.misreadings() if m.shown_by(observed)]
         alone = [m for m in found if m.alone]
         if alone:
             return alone[:1]
@@ -165,8 +167,8 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
                         rejected=[s for s in sections if s not in prior], rejected_history=rewrite or None,
                         rejected_history_blame="K-REWRITE-COMPACTOR-ONLY",
                         # Whatever it kept of a reply it had to discard whole, the fault is keeping it.
-                        misreadings=[Misreading("K-SCOPE-DISCARD", "the kernel kept some of it", lambda chain: True,
-                                                alone=True)])
+                        misreadings=lambda: [Misreading("K-SCOPE-DISCARD", "the kernel kept some of it",
+                                                        lambda chain: True, alone=True)])
     base = [] if fake.compactor else prior
     own = sections if fake.compactor else sections[len(prior):]
     text_only = [s for s in own if tokens.is_text_only(s["content"])]
@@ -223,7 +225,7 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
         judgment.rejected_history = rewrite
     judgment.why = "; ".join(notes) or judgment.why
     return _misread(judgment, sections + prior, model,
-                    _kept_nothing(prior, admissible, budget, model, guess or "K-PRIOR-SECTIONS"))
+                    lambda: [_kept_nothing(prior, admissible, budget, model, guess or "K-PRIOR-SECTIONS")])
 
 
 def same_but_tokens(a: dict, b: dict) -> bool:
@@ -246,24 +248,29 @@ def _budget_blame(fake: FakeProvider, kept: list[dict], budget: int, model: Mode
 
 # --- wrong chains ---------------------------------------------------------------------
 
-def _misread(judgment: Judgment, offered: list[dict], model: Model, *first: Misreading) -> Judgment:
+def _misread(judgment: Judgment, offered: list[dict], model: Model,
+             first: Callable[[], list[Misreading]] = list) -> Judgment:
     """Give `judgment` the wrong chains any answer may leave, after `first`, in the order they are charged."""
-    count = "K-COUNT-RESOLUTION" if model.count_tokens else "K-COUNT-FALLBACK-FORMULA"
-    how = f"{model.id}'s tokenizer" if model.count_tokens else "the fallback formula"
-    # A figure neither offered nor right is the kernel's own count, off, and its budget decisions with it.
-    judgment.misreadings = [
-        *first,
-        Misreading(count, f"the kernel kept the right sections, with a token figure of its own, not {how}'s count",
-                   lambda chain: any(o.matches_but_tokens(chain) for o in judgment.outcomes), alone=True),
-        Misreading(count, f"a section the kernel kept carries a token figure neither offered nor {how}'s count",
-                   lambda chain: _miscounted(chain, offered, model), alone=True),
-        Misreading("K-NON-TEXT-REJECT", "the kernel kept a section holding non-text blocks (R-NON-TEXT-WHOLE-SECTION)",
-                   lambda chain: any(not tokens.is_text_only(s["content"]) for s in chain)),
-        Misreading("K-PROMPT-BOUNDARIES", "the kernel kept a section without a label (R-MISSING-LABEL)",
-                   lambda chain: any(not s["label"] for s in chain)),
-        Misreading("K-NO-KERNEL-CUT", "the kernel kept a section it was offered, shortened",
-                   lambda chain: any(_cut_from(s, offered) for s in chain)),
-    ]
+    def misreadings() -> list[Misreading]:
+        count = "K-COUNT-RESOLUTION" if model.count_tokens else "K-COUNT-FALLBACK-FORMULA"
+        how = f"{model.id}'s tokenizer" if model.count_tokens else "the fallback formula"
+        # A figure neither offered nor right is the kernel's own count, off, and its budget decisions with it.
+        return [
+            *first(),
+            Misreading(count, f"the kernel kept the right sections, with a token figure of its own, not {how}'s "
+                              "count", lambda chain: any(o.matches_but_tokens(chain) for o in judgment.outcomes),
+                       alone=True),
+            Misreading(count, f"a section the kernel kept carries a token figure neither offered nor {how}'s count",
+                       lambda chain: _miscounted(chain, offered, model), alone=True),
+            Misreading("K-NON-TEXT-REJECT", "the kernel kept a section holding non-text blocks "
+                                            "(R-NON-TEXT-WHOLE-SECTION)",
+                       lambda chain: any(not tokens.is_text_only(s["content"]) for s in chain)),
+            Misreading("K-PROMPT-BOUNDARIES", "the kernel kept a section without a label (R-MISSING-LABEL)",
+                       lambda chain: any(not s["label"] for s in chain)),
+            Misreading("K-NO-KERNEL-CUT", "the kernel kept a section it was offered, shortened",
+                       lambda chain: any(_cut_from(s, offered) for s in chain)),
+        ]
+    judgment.misreadings = misreadings
     return judgment
 
 
