@@ -54,6 +54,9 @@ def _terminate(signum: int, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # text a report may hold (a lone surrogate) is escaped, never a crash
+        if callable(getattr(stream, "reconfigure", None)):
+            stream.reconfigure(errors="backslashreplace")
     parser = _parser()
     args = parser.parse_args(argv)
     previous = {signum: signal.signal(signum, _terminate) for signum in UNWIND_SIGNALS

@@ -93,6 +93,7 @@ class Outcome:
     unexercised: list[str] = field(default_factory=list)  # MUSTs that applied and were never judged
     killed_by: set[str] = field(default_factory=set)      # the vectors that failed it on what it breaks
     cited: set[str] = field(default_factory=set)         # collateral its killing vectors say they test
+    strays: set[str] = field(default_factory=set)        # failures neither declared nor cited, case by case
 
     @property
     def caught(self) -> set[str]:
@@ -105,7 +106,7 @@ class Outcome:
 
     @property
     def stray(self) -> set[str]:
-        return self.caught - set(self.subject.breaks) - set(self.subject.also) - self.cited
+        return self.strays
 
     @property
     def problem(self) -> str:
@@ -176,6 +177,7 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
             outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")
     outcome.killed_by = {c.id for c in cases if {f.requirement for f in c.failures()} & set(subject.breaks)}
     outcome.cited = cited_collateral(cases, subject.breaks)
+    outcome.strays = stray_failures(cases, generated, subject.breaks, subject.also)
     outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, *generated] if c.error]
     outcome.seconds = time.perf_counter() - started
     return outcome
@@ -217,15 +219,24 @@ def _plain_opener(subject: Subject, workdir: Path):
 
 
 def cited_collateral(cases: list[CaseResult], breaks: tuple[str, ...]) -> set[str]:
-    """The collateral a mutant's `also` need not list: a requirement failed in a vector that cites it, in the
-    same case as a requirement the mutant declares. The vector's author said the case tests both; a failure
-    the vector does not cite, or in a case that shows nothing the mutant breaks, still needs declaring."""
-    found: set[str] = set()
-    for case in cases:
-        failed = {f.requirement for f in case.failures()}
-        if failed & set(breaks):
-            found |= failed & set(case.requirements)
-    return found - set(breaks)
+    """The collateral a mutant's `also` need not list, over all its vector cases (see _excused)."""
+    return set().union(*(_excused(case, breaks) for case in cases)) - set(breaks)
+
+
+def stray_failures(cases: list[CaseResult], generated: list[CaseResult], breaks: tuple[str, ...],
+                   also: tuple[str, ...]) -> set[str]:
+    """What a mutant failed that it neither declares nor may put down to its collateral, case by case."""
+    declared = {*breaks, *also}
+    return set().union(*(_failed([case]) - declared - _excused(case, breaks) for case in cases)) \
+        | (_failed(generated) - declared)
+
+
+def _excused(case: CaseResult, breaks: tuple[str, ...]) -> set[str]:
+    """A vector case's failures its vector cites, where the same case fails a requirement the mutant declares:
+    the vector's author said the case tests them all. They excuse only that case; a failure elsewhere, or in a
+    case that shows nothing the mutant breaks, or in a generated scenario, still needs declaring in `also`."""
+    failed = _failed([case])
+    return failed & set(case.requirements) if failed & set(breaks) else set()
 
 
 def _failed(cases: list[CaseResult]) -> set[str]:

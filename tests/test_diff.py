@@ -46,6 +46,11 @@ def test_identical_runs_are_exit_0_even_between_two_implementations(reports, tmp
     run = ctxconf("diff", str(reference), str(tmp_path / "other.json"))
     assert run.returncode == 0, run.stdout
     assert "someone-elses-kernel 2.0 over python" in run.stdout
+    # A lone surrogate is valid JSON, and no terminal encoding can print it: escaped, never a traceback.
+    other["implementation"]["name"] = "odd\ud800name"
+    (tmp_path / "odd.json").write_text(json.dumps(other))
+    run = ctxconf("diff", str(reference), str(tmp_path / "odd.json"))
+    assert run.returncode == 0 and "odd\\ud800name" in run.stdout and "Traceback" not in run.stderr, run.stderr
 
 
 def test_a_case_error_and_a_changed_verdict_are_differences(reports):

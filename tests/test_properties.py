@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 
 from conformance import catalog as catalog_mod, schemas, vectors as vectors_mod
@@ -43,6 +44,8 @@ def test_the_reference_kernel_holds_every_invariant():
 
 SEEDED_RUN = """
 import sys
+
+import pytest
 from pathlib import Path
 from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
@@ -89,17 +92,77 @@ def test_certification_reports_its_seed(tmp_path):
     assert report["seed"] == 77 and any(c["id"].startswith("property/") for c in report["cases"])
 
 
+def _pairs(**run):
+    """A search over {n, m} pairs, each 0 to 100, and the run that drives it."""
+    from hypothesis import strategies as st
+    return st.fixed_dictionaries({"n": st.integers(0, 100), "m": st.integers(0, 100)}), \
+        PropertyRun(profile=run.pop("profile", "ci"), **run)
+
+
+def _pairs_case(attempt, **run):
+    """The property case the search over pairs reports."""
+    from conformance.properties.runner import _result
+    pairs, run = _pairs(**run)
+    return _result("property/kernel/generated-scenarios", "pairs", run, pairs, attempt)
+
+
 def test_a_failure_is_shrunk_to_the_smallest_scenario_that_shows_it():
     """Hypothesis replays a failing example before it shrinks it; that replay must count as the same failure,
     or hypothesis stops at once and the report carries the first, unshrunk, scenario."""
-    from hypothesis import strategies as st
-
     from conformance.engine.results import Finding
-    from conformance.properties.runner import _search
 
     def attempt(doc):
         return [Finding("K-BUDGET-REJECT", doc["n"] <= 5, "over")], None
+    from conformance.properties.runner import _search
     for profile in ("ci", "default"):
-        found = _search(PropertyRun(profile=profile), st.fixed_dictionaries({"n": st.integers(0, 100),
-                                                                            "m": st.integers(0, 100)}), attempt)
+        found = _search(*reversed(_pairs(profile=profile)), attempt)
         assert found.doc == {"n": 6, "m": 0}, (profile, found.doc)
+
+
+def test_a_requirement_failed_in_a_scenario_the_search_went_past_is_never_reported_passing():
+    from conformance.engine.results import Finding
+
+    def attempt(doc):  # the simplest failure shows only the second requirement
+        return [Finding("K-BUDGET-REJECT", doc["n"] <= 50, "over"), Finding("K-PROMPT-BOUNDARIES", doc["m"] <= 5)], None
+    case = _pairs_case(attempt)
+    statuses = {(f.requirement, f.passed) for f in case.findings}
+    assert ("K-BUDGET-REJECT", True) not in statuses and ("K-PROMPT-BOUNDARIES", True) not in statuses
+    assert {r for r, passed in statuses if not passed} == {"K-BUDGET-REJECT", "K-PROMPT-BOUNDARIES"}
+
+
+def test_a_suite_bug_after_a_failure_is_a_case_error_not_swallowed():
+    from conformance.engine.results import Finding
+
+    def attempt(doc):
+        if doc["m"] % 3 == 1:
+            raise KeyError("a check of the suite's own")
+        return [Finding("K-BUDGET-REJECT", doc["n"] <= 5, "over")], None
+    case = _pairs_case(attempt)
+    assert case.error and "defect of the suite" in case.error and "KeyError" in case.error
+
+
+def test_an_implementation_that_cannot_be_restarted_mid_search_keeps_the_failure_found():
+    from conformance.bindings.base import HarnessError
+    from conformance.engine.results import Finding
+    seen = []
+
+    def attempt(doc):
+        seen.append(doc)
+        if len(seen) > 3:
+            raise HarnessError("gone")
+        return [Finding("K-BUDGET-REJECT", doc["n"] <= 5, "over")], None
+    case = _pairs_case(attempt)
+    assert "could not start the implementation: gone" in case.error
+    assert any(f.requirement == "K-BUDGET-REJECT" and not f.passed for f in case.findings)
+
+
+@pytest.mark.parametrize("shrink_seconds", [0.0, 0.05])
+def test_a_racy_failure_or_running_out_of_time_still_reports_the_failure_found(shrink_seconds):
+    from conformance.engine.results import Finding
+    calls = []
+
+    def attempt(doc):  # fails once, then never again: hypothesis cannot reproduce it
+        calls.append(doc)
+        return [Finding("K-BUDGET-REJECT", len(calls) != 2 or doc["n"] == 0, "once")], None
+    case = _pairs_case(attempt, shrink_seconds=shrink_seconds)
+    assert case.error is None and any(not f.passed for f in case.findings), case.findings

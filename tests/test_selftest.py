@@ -62,11 +62,19 @@ def test_collateral_is_derived_only_from_a_citing_vector_that_shows_a_declared_b
              case(("K-TOKEN-BUDGET",), ("K-TOKEN-BUDGET", "K-HISTORY-TOKENS")),   # fails one it does not cite
              case(("K-SCOPE-LOG",), ("K-SCOPE-LOG",))]                           # shows nothing declared
     assert selftest.cited_collateral(cases, ("K-BUDGET-REJECT", "K-TOKEN-BUDGET")) == {"K-BUDGET-VALIDATE"}
-    # A mutant's collateral its killing vectors cite needs no `also`; a failure they do not cite stays a stray.
+    # A citation excuses its own case only: the same requirement failed in a vector that does not cite it, or in
+    # a generated scenario, strays.
+    breaks = ("K-BUDGET-REJECT", "K-TOKEN-BUDGET")
+    assert selftest.stray_failures(cases, [], breaks, ()) == {"K-HISTORY-TOKENS", "K-SCOPE-LOG"}
+    elsewhere = case(("K-SCOPE-LOG",), ("K-BUDGET-VALIDATE",))
+    assert selftest.stray_failures([*cases, elsewhere], [], breaks, ("K-HISTORY-TOKENS", "K-SCOPE-LOG")) == \
+        {"K-BUDGET-VALIDATE"}
+    assert selftest.stray_failures(cases[:1], [case((), ("K-BUDGET-VALIDATE",))], breaks, ()) == {"K-BUDGET-VALIDATE"}
+    # On a real mutant: CutsToFit's declared `also` does not name what its killing vectors cite beside the cut.
     cutter = kernel_mutants.MUTANTS["CutsToFit"]
-    outcome = selftest.certify(selftest.Subject("CutsToFit", "kernel", cutter, breaks=cutter.breaks), "ci", None,
-                               properties=False)
-    assert outcome.cited and not outcome.problem, (outcome.cited, outcome.problem)
+    outcome = selftest.certify(selftest.Subject("CutsToFit", "kernel", cutter, breaks=cutter.breaks, also=cutter.also),
+                               "ci", None, properties=False)
+    assert outcome.cited - set(cutter.also) and not outcome.problem, (outcome.cited, outcome.problem)
 
 
 def test_the_command_prints_both_matrices():

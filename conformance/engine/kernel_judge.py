@@ -89,7 +89,7 @@ class Judgment:
     rejected_history_blame: str = ""
     # The wrong chains it recognises, in the order they take precedence: worked out only when a kernel holds a
     # chain no outcome matches, which a conforming kernel never does.
-    misreadings: Callable[[], list[Misreading]] = list
+    misreadings: Callable[[], list[Misreading]] = field(default=list, compare=False, repr=False)
     blame_is_a_guess: bool = False   # it only names the content likely kept wrongly: a misreading found replaces it
 
     def broken(self, observed: list[dict]) -> list[Misreading]:

@@ -3,11 +3,11 @@
 Every mutant overrides one decision of ReferenceKernel and declares the
 requirement(s) it breaks. The self-test runs the suite against each one and
 expects exactly those to be reported failing: every one of `breaks` must
-fail, and nothing else may, but for the collateral. Collateral a killing
-vector cites, failed in the same case as a declared requirement, is derived
-(selftest.cited_collateral); `also` lists only the rest: what the same bug
-unavoidably breaks elsewhere (a kernel that counts characters gets
-history_tokens wrong as well as the formula). A property-only mutant is seen
+fail, and nothing else may, but for the collateral. In a vector case that
+fails a declared requirement, the other requirements that vector cites are
+collateral by derivation, in that case only (selftest.stray_failures); `also`
+lists what the same bug unavoidably breaks anywhere else (a kernel that counts
+characters gets history_tokens wrong as well as the formula). A property-only mutant is seen
 through the one counterexample the property tests stop at, so it declares in
 `breaks` what that shows and the rest under `also`. A `property_only` mutant
 hides where no golden vector looks; only the generated scenarios find it.
@@ -155,7 +155,7 @@ class IgnoresOverride(ReferenceKernel):
         return int(provider.capabilities.get("default_token_budget", 0))
 
 
-@mutant("K-MODEL-TARGET")
+@mutant("K-MODEL-TARGET", also=["K-EFFECTIVE-CEILING"])
 class PrimaryModelTarget(ReferenceKernel):
     """Describes the primary model in model_target whatever model the turn runs on."""
 
@@ -233,7 +233,7 @@ class CharactersNotBytes(ReferenceKernel):
 
 
 @mutant("K-COUNT-FALLBACK-FORMULA",
-        also=["K-BUDGET-REJECT"])
+        also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-HISTORY-TOKENS"])
 class FloorNotCeiling(ReferenceKernel):
     """Rounds down instead of up."""
 
@@ -345,7 +345,7 @@ class TruncatedExcuses(ReferenceKernel):
         return super().over_budget(sections, budget, model, call) and not all(s["truncated"] for s in sections)
 
 
-@mutant("K-NO-KERNEL-CUT", also=["K-COUNT-RESOLUTION"])
+@mutant("K-NO-KERNEL-CUT", also=["K-BUDGET-REJECT", "K-COUNT-RESOLUTION"])
 class CutsToFit(ReferenceKernel):
     """Cuts an over-budget provider's text down to the budget instead of dropping it, and states the cut
     section's figure by the fallback formula, whatever the model (K-COUNT-RESOLUTION where it has a tokenizer)."""
@@ -659,21 +659,21 @@ class SortsLongChains(ReferenceKernel):
         return self.providers if len(self.providers) <= 6 else sorted(self.providers, key=lambda p: p.name)
 
 
-@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"], property_only=True)
+@mutant("K-COMPACTOR-BUDGET", also=["K-BUDGET-VALIDATE"], property_only=True)
 class TrustsFiguresAfterFirstSection(ReferenceKernel):
-    """Recounts the first section of a reply but trusts the stated figure of any further ones (a compactor's
-    chain too, when the counterexample has one)."""
+    """Recounts the first section of a reply but trusts the stated figure of any further ones: a compactor's
+    chain in the first counterexample the ci profile finds, an ordinary provider's sections in others."""
 
     def over_budget(self, sections, budget, model, call):
         return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
                    for i, s in enumerate(sections)) > budget
 
 
-@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"], property_only=True)
+@mutant("K-SCOPE-LOG", also=["K-SCOPE-DISCARD"], property_only=True)
 class ScopeIgnoresFlags(ReferenceKernel):
     """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated
-    flags. The reply it wrongly accepts reaches the chain, as in the counterexample the ci profile reports;
-    it also goes unreported, which shows alone where its own sections are then dropped for their budget."""
+    flags. The reply it wrongly accepts goes unreported; it also reaches the chain unless its own sections
+    are then dropped for their budget, as in the first counterexample the ci profile finds."""
 
     def in_scope(self, provider, chain, sections):
         key = lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"])

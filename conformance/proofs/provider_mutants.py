@@ -267,7 +267,7 @@ class AlwaysTruncated(FileReader):
 
 # --- tokens ------------------------------------------------------------------------------------------
 
-@mutant("P-TOKENS-COUNTTOKENS")
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
 class EstimatesTokens(FileReader):
     """Estimates with bytes/4 instead of asking CountTokens."""
 
@@ -275,7 +275,7 @@ class EstimatesTokens(FileReader):
         return super().own_section(text, budget, lambda content: math.ceil(len(tokens.text_of(content).encode()) / 4))
 
 
-@mutant("P-TOKENS-COUNTTOKENS")
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
 class EstimatesAtSmallBudgets(FileReader):
     """Asks CountTokens when the budget is roomy, but estimates bytes/4 itself under 50 tokens."""
 
@@ -388,7 +388,7 @@ class FailureWithoutMessage(FileReader):
             raise CallFailed(failure.code, "", {**failure.context_error, "message": ""}) from None
 
 
-@mutant("P-CONTEXT-ERROR-FIELDS")
+@mutant("P-CONTEXT-ERROR-FIELDS", also=["P-ERROR-CATEGORIZED"])
 class ErrorInfoInsteadOfContextError(ReshapesFailures, FileReader):
     """Sends its failures as the upstream SDK does: the category as a google.rpc.ErrorInfo reason, no ContextError."""
 
@@ -452,7 +452,7 @@ class CompactorInventsAttachments(Compactor):
         return rewritten
 
 
-@mutant("P-TOKENS-COUNTTOKENS")
+@mutant("P-TOKENS-COUNTTOKENS", also=["C-CHAIN-FITS"])
 class CompactorEstimates(Compactor):
     """Counts the chain with its own characters/4 estimate."""
 

@@ -41,7 +41,7 @@ class PropertyRun:
     seed: int | None = None
     examples: int | None = None
     shrink: bool = True
-    shrink_seconds: float = 20.0          # after this, the smallest failure found so far is the answer
+    shrink_seconds: float = 20.0          # after this, the simplest failure found so far is the answer
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
 
     def __post_init__(self) -> None:
@@ -53,8 +53,10 @@ class PropertyRun:
         if self.examples is not None:
             options["max_examples"] = self.examples
         phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if self.shrink else [])
+        # One failure, shrunk as soon as it is found: to the suite every failure is the one bug (example() raises
+        # them from one line), and looking on for others would spend the shrinking time.
         return hsettings(database=None, deadline=None, phases=phases, print_blob=False, verbosity=Verbosity.quiet,
-                         suppress_health_check=list(HealthCheck), **options)
+                         suppress_health_check=list(HealthCheck), report_multiple_bugs=False, **options)
 
 
 class _Failed(Exception):
@@ -69,10 +71,13 @@ class _OutOfTime(BaseException):
 @dataclass
 class _Search:
     exercised: set[str] = field(default_factory=set)
+    failed: dict[str, Finding] = field(default_factory=dict)  # each requirement's first failure, in any scenario
     examples: int = 0
-    doc: dict | None = None
+    doc: dict | None = None                         # the failing scenario reported, with its failures and error
     failures: list[Finding] = field(default_factory=list)
     error: str | None = None
+    not_restarted: str | None = None                # the implementation could not be (re)started
+    defect: str | None = None                       # the suite's own code raised while judging a scenario
 
 
 def _cache_directory() -> Path:
@@ -99,13 +104,18 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
             try:
                 findings, error = attempt(doc)
             except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
-                found.error = f"could not start the implementation: {exc}"
+                found.not_restarted = f"could not start the implementation: {exc}"
+                raise _OutOfTime() from None
+            except Exception:  # the suite's own bug: stop, and say so, whatever was found before
+                found.defect = suite_defect("generating and judging scenarios")
                 raise _OutOfTime() from None
             failed = [f for f in findings if not f.passed]
             found.exercised.update(f.requirement for f in findings if f.passed)
+            for finding in failed:
+                found.failed.setdefault(finding.requirement, finding)
             if not (failed or error):
                 return
-            found.doc, found.failures, found.error = doc, failed, error  # the last one is the shrunk one
+            found.doc, found.failures, found.error = doc, failed, error  # the last one is the simplest yet
             first_failure[:] = first_failure or [time.monotonic()]
         raise _Failed()
 
@@ -117,13 +127,17 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         warnings.simplefilter("ignore", HypothesisWarning)
         try:
             test()
-        except (_Failed, _OutOfTime):
-            pass
-        except Exception:
-            if found.doc is None:
-                raise  # not a failure of the implementation: a bug of the suite
-            # hypothesis could not reproduce the failure (a racy implementation); the first one stands
+        except BaseException as exc:
+            # Ours, alone or grouped (a racy implementation whose failure did not reproduce: the one found
+            # stands). Anything else is a bug of the suite, or hypothesis', or an interrupt: it goes on up.
+            if not _ours(exc):
+                raise
     return found
+
+
+def _ours(exc: BaseException) -> bool:
+    inner = getattr(exc, "exceptions", None)  # an exception group, hypothesis' FlakyFailure among them
+    return all(map(_ours, inner)) if inner is not None else isinstance(exc, (_Failed, _OutOfTime))
 
 
 def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
@@ -161,11 +175,20 @@ def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt) -> Ca
     except Exception:
         result.error = suite_defect("generating and judging scenarios")
         return result
+    if found.defect:
+        result.error = found.defect
+        return result
     failing = {f.requirement for f in found.failures}
-    result.findings = [Finding(r, True, where=f"{found.examples} examples") for r in sorted(found.exercised - failing)]
+    result.findings = [Finding(r, True, where=f"{found.examples} examples")
+                       for r in sorted(found.exercised - found.failed.keys())]
     result.findings += found.failures
-    if found.error:
-        result.error = f"a generated scenario broke the implementation: {found.error}"
+    # A requirement that failed in a scenario the search went past (shrinking leads to the simplest failure,
+    # which may show another) is a failure too, never a pass; its scenario is not the one written out.
+    result.findings += [Finding(r, False, f"{f.message} (in a generated scenario the search went past on its way to "
+                                          f"the simplest failure)", where=f.where)
+                        for r, f in sorted(found.failed.items()) if r not in failing]
+    if found.error or found.not_restarted:
+        result.error = f"a generated scenario broke the implementation: {found.error or found.not_restarted}"
     if found.doc is not None and run.counterexamples is not None:
         result.counterexample = str(write_counterexample(found.doc, sorted(failing), run, run.counterexamples,
                                                          found.error or ""))
