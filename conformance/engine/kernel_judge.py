@@ -75,7 +75,7 @@ class Misreading:
     alone: bool = False   # it accounts for the whole chain: nothing else is charged beside it
 
 
-@dataclass
+@dataclass(eq=False)  # one judgment of one call: kernel_checks removes a retried call's by identity
 class Judgment:
     provider: str
     outcomes: list[Outcome]
@@ -89,7 +89,7 @@ class Judgment:
     rejected_history_blame: str = ""
     # The wrong chains it recognises, in the order they take precedence: worked out only when a kernel holds a
     # chain no outcome matches, which a conforming kernel never does.
-    misreadings: Callable[[], list[Misreading]] = field(default=list, compare=False, repr=False)
+    misreadings: Callable[[], list[Misreading]] = list
     blame_is_a_guess: bool = False   # it only names the content likely kept wrongly: a misreading found replaces it
 
     def broken(self, observed: list[dict]) -> list[Misreading]:
