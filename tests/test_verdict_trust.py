@@ -142,3 +142,14 @@ def test_later_turns_of_a_session_that_went_wrong_are_judged_by_the_invariants_a
     # session's later turns (assembled tokens, calls) were written for a kernel that had not.
     failed = failed_requirements(certify_python(kernel_mutants.MUTANTS["CarriesChainAcrossTurns"], kernel_vectors))
     assert failed == {"K-PRIOR-SECTIONS"}
+
+
+def test_a_text_is_found_where_it_first_appears_escaped_not_where_a_verbatim_copy_appears_later():
+    """A JSON-rendering kernel writes a newline block as \\n inside a string; the newline that ends the line comes
+    later. Taking that later, verbatim one skipped the next block and failed a conforming kernel (K-NO-KERNEL-CUT)."""
+    from conformance.engine import prompt_text
+    prompt = '{"section": "notes", "text": ["\\n", "E\\ud8a3\\udfd5"]}\n{"section": "other", "text": ["x"]}'
+    newline = prompt_text.find(prompt, "\n", prompt.index("notes"))
+    assert newline == (prompt.index("\\n"), prompt.index("\\n") + 2)
+    assert prompt_text.find(prompt, "E\U00038fd5", newline[1]) is not None
+    assert prompt_text.find(prompt, "other") == (prompt.index("other"), prompt.index("other") + 5)  # plain: verbatim

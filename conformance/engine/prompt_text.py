@@ -50,9 +50,11 @@ def _alternatives(char: str) -> str:
 def find(prompt: str, text: str, start: int = 0) -> tuple[int, int] | None:
     """Where `text` first appears at or after `start`, verbatim or escaped, as (start, end)."""
     at = prompt.find(text, start)
-    if at >= 0:
+    # A verbatim copy further on does not answer where the text first appears: an escaped one may come first
+    # (a newline written as \n inside a JSON string, before the newline that ends the line).
+    if at >= 0 and (at == start or _PLAIN.fullmatch(text)):
         return at, at + len(text)
-    if len(text) > _PROBE and not _pattern(text[:_PROBE]).search(prompt, start):
+    if at < 0 and len(text) > _PROBE and not _pattern(text[:_PROBE]).search(prompt, start):
         return None
     found = _pattern(text).search(prompt, start)
     return (found.start(), found.end()) if found else None

@@ -42,7 +42,7 @@ def mutant(*breaks: str, also: list[str] = (), property_only: bool = False, laun
 
 # --- order and firing -------------------------------------------------------------
 
-@mutant("K-DECLARATION-ORDER")
+@mutant("K-DECLARATION-ORDER", also=["KC-NO-REORDER"])
 class AlphabeticalOrder(ReferenceKernel):
     """Calls the providers sorted by name, as a registry keyed by name would."""
 
@@ -659,21 +659,21 @@ class SortsLongChains(ReferenceKernel):
         return self.providers if len(self.providers) <= 6 else sorted(self.providers, key=lambda p: p.name)
 
 
-@mutant("K-COMPACTOR-BUDGET", also=["K-BUDGET-VALIDATE"], property_only=True)
+@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"], property_only=True)
 class TrustsFiguresAfterFirstSection(ReferenceKernel):
-    """Recounts the first section of a reply but trusts the stated figure of any further ones: a compactor's
-    chain in the first counterexample the ci profile finds, an ordinary provider's sections in others."""
+    """Recounts the first section of a reply but trusts the stated figure of any further ones (a compactor's
+    chain too, when the counterexample has one)."""
 
     def over_budget(self, sections, budget, model, call):
         return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
                    for i, s in enumerate(sections)) > budget
 
 
-@mutant("K-SCOPE-LOG", also=["K-SCOPE-DISCARD"], property_only=True)
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"], property_only=True)
 class ScopeIgnoresFlags(ReferenceKernel):
     """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated
-    flags. The reply it wrongly accepts goes unreported; it also reaches the chain unless its own sections
-    are then dropped for their budget, as in the first counterexample the ci profile finds."""
+    flags. The reply it wrongly accepts reaches the chain, as in the counterexample the ci profile reports;
+    it also goes unreported, which shows alone where its own sections are then dropped for their budget."""
 
     def in_scope(self, provider, chain, sections):
         key = lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"])

@@ -22,6 +22,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as fix_seed, settings as hsettings
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import HypothesisWarning
+from hypothesis.internal.conjecture import providers as _providers
 
 from conformance.engine import kernel_checks, provider_checks
 from conformance.bindings.base import HarnessError
@@ -32,6 +33,20 @@ from conformance.engine.results import CaseResult, Finding, split_harness, suite
 from conformance.engine.scenario import from_vector as kernel_scenario
 from conformance.manifest import Manifest
 from conformance.properties import CASE_IDS, PROFILES, strategies  # noqa: F401 (PROFILES: the runner's API too)
+
+
+class _NoLocalConstants:
+    def set_for_type(self, choice_type):
+        return ()
+
+
+# Hypothesis mixes into its draws the literals of the "local" modules imported so far, cached on first use.
+# Which modules those are depends on what the process ran before and on where ctxconf is installed (a
+# checkout is local, a wheel in site-packages is not), so the same seed, or the ci profile's fixed one,
+# generated other scenarios from run to run. The suite's scenarios come from its strategies alone.
+if hasattr(_providers, "_get_local_constants") and hasattr(_providers, "CONSTANTS_CACHE"):
+    _providers._get_local_constants = _NoLocalConstants
+    _providers.CONSTANTS_CACHE = {}  # what was cached before, with the local constants of the moment, goes
 
 
 
@@ -53,10 +68,8 @@ class PropertyRun:
         if self.examples is not None:
             options["max_examples"] = self.examples
         phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if self.shrink else [])
-        # One failure, shrunk as soon as it is found: to the suite every failure is the one bug (example() raises
-        # them from one line), and looking on for others would spend the shrinking time.
         return hsettings(database=None, deadline=None, phases=phases, print_blob=False, verbosity=Verbosity.quiet,
-                         suppress_health_check=list(HealthCheck), report_multiple_bugs=False, **options)
+                         suppress_health_check=list(HealthCheck), **options)
 
 
 class _Failed(Exception):
