@@ -20,6 +20,7 @@ _XML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9 ]+")
+_ESCAPE_MARKS = frozenset("\\&")  # every escaped form above holds one of these
 _PROBE = 64  # characters searched first, so that a long text that is absent is ruled out cheaply
 
 
@@ -51,8 +52,11 @@ def find(prompt: str, text: str, start: int = 0) -> tuple[int, int] | None:
     """Where `text` first appears at or after `start`, verbatim or escaped, as (start, end)."""
     at = prompt.find(text, start)
     # A verbatim copy further on does not answer where the text first appears: an escaped one may come first
-    # (a newline written as \n inside a JSON string, before the newline that ends the line).
-    if at >= 0 and (at == start or _PLAIN.fullmatch(text)):
+    # (a newline written as \n inside a JSON string, before the newline that ends the line). Every escaped
+    # form holds a backslash or an ampersand, so without one before the copy, or in the text (a match that
+    # overlaps the copy), the copy is first.
+    if at >= 0 and (at == start or _PLAIN.fullmatch(text) or not _ESCAPE_MARKS.intersection(text)
+                    and prompt.find("\\", start, at) < 0 and prompt.find("&", start, at) < 0):
         return at, at + len(text)
     if at < 0 and len(text) > _PROBE and not _pattern(text[:_PROBE]).search(prompt, start):
         return None
