@@ -166,3 +166,13 @@ def test_a_racy_failure_or_running_out_of_time_still_reports_the_failure_found(s
         return [Finding("K-BUDGET-REJECT", len(calls) != 2 or doc["n"] == 0, "once")], None
     case = _pairs_case(attempt, shrink_seconds=shrink_seconds)
     assert case.error is None and any(not f.passed for f in case.findings), case.findings
+
+
+def test_generation_does_not_draw_on_the_literals_of_imported_modules():
+    """Hypothesis' local constants made a seed's scenarios depend on what the process had imported; the runner
+    switches them off. A hypothesis that moved the hook would let them back silently: this fails instead."""
+    from hypothesis.internal.conjecture import providers
+
+    from conformance.properties import runner
+    assert providers._get_local_constants is runner._NoLocalConstants
+    assert providers._get_local_constants().set_for_type("integer") == ()
