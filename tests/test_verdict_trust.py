@@ -153,3 +153,12 @@ def test_a_text_is_found_where_it_first_appears_escaped_not_where_a_verbatim_cop
     assert newline == (prompt.index("\\n"), prompt.index("\\n") + 2)
     assert prompt_text.find(prompt, "E\U00038fd5", newline[1]) is not None
     assert prompt_text.find(prompt, "other") == (prompt.index("other"), prompt.index("other") + 5)  # plain: verbatim
+
+
+@pytest.mark.parametrize("written, text", [('"caf\\u00E9"', "café"), ('"a\\u000Ab"', "a\nb"),
+                                           ('"\\uD83D\\uDE00"', "😀"), ('"\\ud83d\\ude00"', "😀")])
+def test_any_json_unicode_escape_is_found_in_either_case(written, text):
+    """JSON encoders differ in what they escape and how: .NET writes every non-ASCII character as an upper-case
+    \\uXXXX, and any may write a control character so (the JsonUpperCaseEscapes variant certifies clean)."""
+    from conformance.engine import prompt_text
+    assert prompt_text.find(written, text) == (1, len(written) - 1)

@@ -29,6 +29,10 @@ def _forms(char: str) -> set[str]:
     code = ord(char)
     found = {char, "\\" + char, f"&#{code};", f"&#x{code:x};", f"&#x{code:X};",
              json.dumps(char)[1:-1], json.dumps(char, ensure_ascii=False)[1:-1]}
+    # Any JSON encoder may write any character as \uXXXX, in either case (.NET's does, upper case), a
+    # character past the BMP as its surrogate pair.
+    units = [code] if code <= 0xFFFF else [0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)]
+    found |= {"".join(f"\\u{u:04x}" for u in units), "".join(f"\\u{u:04X}" for u in units)}
     if char in _XML_NAMES:
         found.add(f"&{_XML_NAMES[char]};")
     return found
@@ -56,7 +60,7 @@ def find(prompt: str, text: str, start: int = 0) -> tuple[int, int] | None:
     # form holds a backslash or an ampersand, so without one before the copy, or in the text (a match that
     # overlaps the copy), the copy is first.
     if at >= 0 and (at == start or _PLAIN.fullmatch(text) or not _ESCAPE_MARKS.intersection(text)
-                    and prompt.find("\\", start, at) < 0 and prompt.find("&", start, at) < 0):
+                    and all(prompt.find(mark, start, at) < 0 for mark in _ESCAPE_MARKS)):
         return at, at + len(text)
     if at < 0 and len(text) > _PROBE and not _pattern(text[:_PROBE]).search(prompt, start):
         return None

@@ -81,6 +81,17 @@ class JsonSections(ReferenceKernel):
                          for s in chain)
 
 
+@variant("JSON as .NET's encoder writes it: every non-ASCII or control character as an upper-case \\uXXXX",
+         "R-PROMPT-RENDERING")
+class JsonUpperCaseEscapes(ReferenceKernel):
+    def render(self, chain):
+        def dotnet(escape: re.Match) -> str:  # each escape of json.dumps' output, taken left to right
+            token = escape.group()
+            return "\\u000A" if token == "\\n" else "\\u" + token[2:].upper() if token.startswith("\\u") else token
+        lines = (json.dumps({"section": s["label"], "text": _texts(s)}) for s in chain)
+        return "\n".join(re.sub(r"\\(?:u[0-9a-f]{4}|.)", dotnet, line) for line in lines)
+
+
 @variant("labels quoted as JSON strings in a banner line, content raw", "R-PROMPT-RENDERING")
 class QuotedLabels(ReferenceKernel):
     def render_section(self, section):
