@@ -93,7 +93,7 @@ class Outcome:
     unexercised: list[str] = field(default_factory=list)  # MUSTs that applied and were never judged
     killed_by: set[str] = field(default_factory=set)      # the vectors that failed it on what it breaks
     cited: set[str] = field(default_factory=set)         # collateral its killing vectors say they test
-    strays: set[str] = field(default_factory=set)        # failures neither declared nor cited, case by case
+    stray: set[str] = field(default_factory=set)         # failures neither declared nor cited, case by case
 
     @property
     def caught(self) -> set[str]:
@@ -103,10 +103,6 @@ class Outcome:
     def killed(self) -> bool:
         """Every requirement it declares it breaks was reported failing: one of several is not a kill."""
         return set(self.subject.breaks) <= self.caught
-
-    @property
-    def stray(self) -> set[str]:
-        return self.strays
 
     @property
     def problem(self) -> str:
@@ -177,7 +173,7 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
             outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")
     outcome.killed_by = {c.id for c in cases if {f.requirement for f in c.failures()} & set(subject.breaks)}
     outcome.cited = cited_collateral(cases, subject.breaks)
-    outcome.strays = stray_failures(cases, generated, subject.breaks, subject.also)
+    outcome.stray = stray_failures(cases, generated, subject.breaks, subject.also)
     outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, *generated] if c.error]
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -49,7 +49,6 @@ if hasattr(_providers, "_get_local_constants") and hasattr(_providers, "CONSTANT
     _providers.CONSTANTS_CACHE = {}  # what was cached before, with the local constants of the moment, goes
 
 
-
 @dataclass
 class PropertyRun:
     profile: str = "default"
