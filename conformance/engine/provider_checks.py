@@ -3,7 +3,7 @@ the vector's explicit expectations. Each finding cites one requirement."""
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, auto
 
 from conformance.engine.expectations import Language, NotEvaluable
 from conformance.engine.matching import match
@@ -44,10 +44,10 @@ def own_sections(record: StepRecord, compactor: bool = False) -> list[dict]:
 
 
 class Placement(Enum):
-    """R-PLACEMENT: where a reply put the prior chain."""
-    PREFIX = "an untouched prefix"
-    DELTA = "left out: the reply holds none of it, not even an edited copy"
-    MOVED = "changed some other way"
+    """R-PLACEMENT: where a reply put the prior chain (the findings word each case where they are made)."""
+    PREFIX = auto()   # an untouched prefix
+    DELTA = auto()    # left out: the reply holds none of it, not even an edited copy
+    MOVED = auto()    # changed some other way
 
 
 def placement(prior: list[dict], sections: list[dict]) -> Placement:
