@@ -42,8 +42,9 @@ COVERS = frozenset({
 class SessionState:
     """The conversation a conforming kernel keeps for one session."""
     history: list[dict] = field(default_factory=list)
-    last_total: int | None = 0          # None: unknown (the previous turn failed)
-    last_by_formula: int = 0            # the same sections counted by the fallback formula
+    last_totals: frozenset[int] | None = frozenset({0})   # what the previous turn assembled (R-ASSEMBLED-TOKENS);
+                                                        # None: unknown (the previous turn failed)
+    last_by_formula: frozenset[int] = frozenset({0})      # the same, counted by the fallback formula
     rewritten: bool = False             # a rewrite was applied earlier in the session
     before_rewrite: list[dict] | None = None
     went_wrong: bool = False            # an invariant failed on an earlier turn
@@ -145,6 +146,16 @@ def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transc
     }
 
 
+def history_counts(history: list[dict], count) -> frozenset[int]:
+    """R-HISTORY-TOKENS: what a conversation counts, all at once or message by message."""
+    return frozenset({count(tokens.history_content(history)), sum(count(m.get("content", [])) for m in history)})
+
+
+def assembled_totals(chain: list[dict], count) -> frozenset[int]:
+    """R-ASSEMBLED-TOKENS: what a chain adds up to, counted section by section or all at once."""
+    return frozenset({sum(count(s["content"]) for s in chain), count([b for s in chain for b in s["content"]])})
+
+
 # --- config load ------------------------------------------------------------------
 
 # The load warnings the checks require, by the requirement each evidences (docs/kernel-protocol.md#warning-codes).
@@ -164,14 +175,21 @@ def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
     total = sum(p.cap for p in scenario.providers)
     routing = [scenario.model(m) for m in (scenario.primary_model, *scenario.fallback_models)]
     smallest = min(m.effective_ceiling for m in routing)
+    # R-BUDGET-SUM-WARNING: due over the routing chain's smallest ceiling; a kernel that also weighs every
+    # model it was given (a sub-agent may be routed to any) may warn over the smallest of those.
+    smallest_declared = min(m.effective_ceiling for m in scenario.models)
     findings = []
-    for requirement, code, due, reason in (
-        ("KC-BUDGET-SUM-WARN", WARNING_CODES["KC-BUDGET-SUM-WARN"], total > smallest,
-         f"caps add up to {total} against a smallest effective ceiling of {smallest} (R-BUDGET-SUM-WARNING)"),
+    for requirement, code, due, may, reason in (
+        ("KC-BUDGET-SUM-WARN", WARNING_CODES["KC-BUDGET-SUM-WARN"], total > smallest, total > smallest_declared,
+         f"caps add up to {total} against a smallest effective ceiling of {smallest} in the routing chain"
+         + (f" and {smallest_declared} among every declared model" if smallest_declared < smallest else "")
+         + " (R-BUDGET-SUM-WARNING)"),
         ("KC-STABILITY-ORDER-WARN", WARNING_CODES["KC-STABILITY-ORDER-WARN"],
-         dynamic_before_static([p.stability for p in scenario.providers]),
+         *[dynamic_before_static([p.stability for p in scenario.providers])] * 2,
          "declared stabilities " + " ".join(p.stability.removeprefix("STABILITY_").lower() for p in scenario.providers)),
     ):
+        if may and not due:
+            continue  # warning or not, both are accepted: nothing here could fail the requirement
         given = code in codes
         message = "" if given == due else (f"expected a {code} warning: {reason}" if due
                                            else f"unexpected {code} warning: {reason}")
@@ -269,7 +287,7 @@ class TurnCheck:
             # R-FAILED-TURN: the conversation goes on with or without the failed turn's messages, or with a
             # rewrite accepted before the failure; the next turn shows which.
             self.state.history_options = [self.start_history, self.state.history, *self.histories[1:]]
-            self.state.history, self.state.last_total = self.start_history, None
+            self.state.history, self.state.last_totals = self.start_history, None
             return self.findings
         missing = [n for n in names if n not in {c.provider for c in calls}]
         self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
@@ -282,8 +300,9 @@ class TurnCheck:
         if self.history is not self.start_history:
             self.state.rewritten, self.state.before_rewrite = True, self.start_history
         self.state.history = self.history
-        self.state.last_total = sum(self.model.count(s["content"]) for s in self.result["sections"])
-        self.state.last_by_formula = sum(tokens.fallback_count(s["content"]) for s in self.result["sections"])
+        chain = self.result["sections"]
+        self.state.last_totals = assembled_totals(chain, self.model.count) | {sum(s["tokens"] for s in chain)}
+        self.state.last_by_formula = assembled_totals(chain, tokens.fallback_count)
         return self.findings
 
     def resumed_history(self) -> list[dict]:
@@ -299,7 +318,7 @@ class TurnCheck:
             if self.scenario.provider(call.provider).compactor and call.request["conversation_history"] in candidates:
                 return call.request["conversation_history"]
         for candidate in candidates if calls else ():
-            if self.model.count(tokens.history_content(candidate)) == calls[0].request["history_tokens"]:
+            if calls[0].request["history_tokens"] in history_counts(candidate, self.model.count):
                 return candidate
         return candidates[0]
 
@@ -324,7 +343,10 @@ class TurnCheck:
         request, fake, where = call.request, self.scenario.provider(call.provider), self.at(call)
         budget = request["token_budget"]
         caps = sum(p.cap for p in self.scenario.providers)
-        if caps <= self.model.effective_ceiling:
+        # R-BUDGET-SMALLER-MODEL: less than the cap is allowed where the caps do not fit the turn's model, or
+        # where the turn runs on a model with a smaller context than the primary's.
+        smaller = self.model.context_window < self.scenario.model(self.scenario.primary_model).context_window
+        if caps <= self.model.effective_ceiling and not smaller:
             self.add("K-TOKEN-BUDGET", budget == fake.cap,
                      f"token_budget {budget}, but its resolved cap is {fake.cap}", where)
         else:
@@ -346,17 +368,18 @@ class TurnCheck:
         self.add("K-TURN-FIELDS", not wrong, "differs from the turn: " + ", ".join(
             f"{k} {request[k]!r} (turn has {self.input[k]!r})" for k in wrong), where)
         self.check_history_fields(request, fake.compactor, where)
-        if self.state.last_total is not None:
-            reported = request["assembled_tokens_last_turn"]
-            by_formula = reported == self.state.last_by_formula != self.state.last_total
-            self.add("K-COUNT-RESOLUTION" if by_formula else "K-ASSEMBLED-LAST-TURN", reported == self.state.last_total,
-                     f"assembled_tokens_last_turn {reported}, but the previous turn assembled {self.state.last_total}"
+        if self.state.last_totals is not None:
+            reported, totals = request["assembled_tokens_last_turn"], self.state.last_totals
+            by_formula = reported in self.state.last_by_formula and reported not in totals
+            self.add("K-COUNT-RESOLUTION" if by_formula else "K-ASSEMBLED-LAST-TURN", reported in totals,
+                     f"assembled_tokens_last_turn {reported}, but the previous turn assembled "
+                     f"{' or '.join(map(str, sorted(totals)))}"
                      + (", as its model's tokenizer counts: that is the fallback formula's count" if by_formula else
                         " (R-ASSEMBLED-TOKENS)"), where)
 
     def check_history_fields(self, request: dict, compactor: bool, where: str) -> None:
         shown = request["conversation_history"]
-        counts = [self.model.count(tokens.history_content(h)) for h in self.histories]
+        counts = [history_counts(h, self.model.count) for h in self.histories]
         # A rewrite the kernel applied though it may not is charged once, to the rule it broke; the
         # requests after it are then judged by the history the kernel actually keeps.
         misapplied = [j for j in self.judgments if j.rejected_history is not None]
@@ -370,7 +393,7 @@ class TurnCheck:
                 self.add(wrong.rejected_history_blame, False, f"{wrong.provider}'s rewritten_history replaced the "
                          f"conversation though it may not: {wrong.why}", where)
                 self.histories.append(shown)
-                counts = [self.model.count(tokens.history_content(shown))]
+                counts = [history_counts(shown, self.model.count)]
             elif self.state.before_rewrite is not None and shown == self.state.before_rewrite + self.input["new_messages"]:
                 self.add("K-APPLY-REWRITTEN-HISTORY", False, "the compactor was shown the history from before "
                          "an accepted rewrite", where)
@@ -380,23 +403,24 @@ class TurnCheck:
         else:
             self.add("K-HISTORY-NOT-TO-OTHERS", shown == [],
                      f"a non-compactor was sent {len(shown)} history message(s)", where)
-        if request["history_tokens"] in counts:
+        figures = sorted(set().union(*counts))
+        if request["history_tokens"] in figures:
             self.add("K-HISTORY-TOKENS", True)
             return
         wrong = next((j for j in misapplied
-                      if self.model.count(tokens.history_content(j.rejected_history)) == request["history_tokens"]), None)
+                      if request["history_tokens"] in history_counts(j.rejected_history, self.model.count)), None)
         if wrong is not None:
             self.add(wrong.rejected_history_blame, False, f"history_tokens counts {wrong.provider}'s rewritten_history, "
                      f"which may not replace the conversation: {wrong.why}", where)
             return
-        if self.model.count_tokens and request["history_tokens"] in \
-                [tokens.fallback_count(tokens.history_content(h)) for h in self.histories]:
+        if self.model.count_tokens and any(request["history_tokens"] in history_counts(h, tokens.fallback_count)
+                                           for h in self.histories):
             self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is the fallback "
-                     f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, counts))}",
+                     f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, figures))}",
                      where)
             return
         self.add("K-HISTORY-TOKENS", False, f"history_tokens {request['history_tokens']}, but the conversation counts "
-                 f"{' or '.join(map(str, sorted(set(counts))))} (R-HISTORY-TOKENS)", where)
+                 f"{' or '.join(map(str, figures))} (R-HISTORY-TOKENS)", where)
 
     # -- judging replies --
 
@@ -413,7 +437,7 @@ class TurnCheck:
         elif call.crashed and self.launched_plugins:  # elsewhere the kernel sees a bare UNAVAILABLE, no crash
             judgment = judge_crash(fake.name, prior, self.model)
         elif call.error is not None:
-            judgment = judge_failure(fake.name, prior, call.error, self.model)
+            judgment = judge_failure(fake.name, prior, call.error, self.model, fake.compactor)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":
@@ -428,9 +452,11 @@ class TurnCheck:
         """Compare the chain the kernel kept after `call` with what it may keep."""
         where = self.at(call)
         matching = [o for o in judgment.outcomes if o.matches(observed)]
-        # Where several outcomes fit the chain, the one whose diagnostics were reported is the one taken.
-        outcome = next((o for o in matching if all(self.reported(judgment.provider, n) for n in o.diagnostics)),
-                       matching[0] if matching else None)
+        # Where several outcomes fit the chain, the one whose diagnostics were reported is the one taken; of
+        # those, one whose effect on the history (a compactor's rewrite applied or not) the turn ends with.
+        reported = [o for o in matching if all(self.reported(judgment.provider, n) for n in o.diagnostics)]
+        ends_with = [o for o in reported if (self.history if o.history is None else o.history) == self.result["history"]]
+        outcome = next(iter(ends_with + reported + matching), None)
         if outcome is None:
             # What the kernel should have reported about a chain it got wrong is moot; the chain is the finding,
             # charged to what the judge says holding it breaks.
@@ -440,7 +466,9 @@ class TurnCheck:
                                                     f"expected {_brief_expected(judgment.outcomes)}", where)
             outcome = judgment.outcomes[0]
         else:
-            self.add(judgment.blame, True)
+            evidence = outcome.evidenced_by
+            if evidence is None or self.reported(judgment.provider, evidence):
+                self.add(judgment.blame, True)
             for needed in outcome.diagnostics:
                 self.check_diagnostic(judgment.provider, needed, where)
         if outcome.history is not None:
@@ -448,11 +476,11 @@ class TurnCheck:
             self.histories.append(outcome.history)
 
     def reported(self, provider: str, needed) -> bool:
-        return any(d.get("provider") == provider and needed.category in (None, d.get("category"))
+        return any(d.get("provider") in (provider, *needed.names) and needed.category in (None, d.get("category"))
                    and needed.carried_by(d.get("message", "")) for d in self.result["diagnostics"])
 
     def check_diagnostic(self, provider: str, needed, where: str) -> None:
-        mine = [d for d in self.result["diagnostics"] if d.get("provider") == provider]
+        mine = [d for d in self.result["diagnostics"] if d.get("provider") in (provider, *needed.names)]
         fitting = [d for d in mine if needed.category in (None, d.get("category"))]
         if not fitting:
             # Said nothing at all: silent. Said something, but not as this category: it misread the failure.

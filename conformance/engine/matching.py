@@ -1,7 +1,8 @@
 """Partial matching of observations against the expectations vectors write.
 
 Fields an expectation gives must be equal; fields it leaves out are not
-checked. Lists are compared item by item and must have the same length.
+checked. A field named `NAME_at_most` bounds NAME; `NAME_in` lists the values
+NAME may take (where a ruling accepts several readings of a figure). Lists are compared item by item and must have the same length.
 `text` on a section or message compares its joined text blocks; `content`
 and `role` may use the vector short forms.
 """
@@ -42,6 +43,11 @@ def match(expected: Any, actual: Any, path: str = "") -> list[str]:
                 got = actual.get(field)
                 if not isinstance(got, int) or got > want:
                     problems.append(f"{path + '.' if path else ''}{field}: expected at most {want}, got {_show(got)}")
+            elif key.endswith("_in") and isinstance(want, list):
+                field = key[: -len("_in")]
+                got = actual.get(field)
+                if got not in want or isinstance(got, bool):
+                    problems.append(f"{path + '.' if path else ''}{field}: expected one of {want}, got {_show(got)}")
             elif key not in actual:
                 problems.append(f"{where}: missing")
             else:

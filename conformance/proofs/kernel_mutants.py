@@ -369,14 +369,6 @@ class FailsTurnOnBudget(ReferenceKernel):
         raise TurnFailed(f"{provider.name} exceeded its budget")
 
 
-@mutant("K-NO-SILENT-FALLBACK")
-class SilentBudgetDrop(ReferenceKernel):
-    """Drops an over-budget provider's sections without a word."""
-
-    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
-        return chain
-
-
 # --- compactors -----------------------------------------------------------------------------------
 
 @mutant("K-COMPACTOR-BUDGET")
@@ -436,8 +428,8 @@ class AppliesAnyRewrite(ReferenceKernel):
 # --- content rules ------------------------------------------------------------------------------------
 
 @mutant("K-NON-TEXT-REJECT")
-class StripsNonTextBlocks(ReferenceKernel):
-    """Removes the non-text blocks and keeps the rest of the section."""
+class StripsNonTextBlocksSilently(ReferenceKernel):
+    """Removes the non-text blocks and keeps the rest of the section, without a word."""
 
     def admissible(self, provider, sections, diagnostics):
         stripped = [{**s, "content": [b for b in s["content"] if "text" in b]} for s in sections]

@@ -17,7 +17,7 @@ import re
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
 from conformance.reference.kernel import ReferenceKernel, TurnFailed
-from conformance.wire import errors
+from conformance.wire import errors, tokens
 
 VARIANTS: dict[str, type[ReferenceKernel]] = {}
 
@@ -215,6 +215,122 @@ class CachesTokenCounts(ReferenceKernel):
     def load(self, request, call):
         self.counts = {}
         return super().load(request, call)
+
+
+# --- what "reject" and "validate" may mean (literal readings of the spec) -------------------------
+
+@variant("fails the turn when a compactor fails with budget_exceeded", "R-COMPACTOR-OVER-BUDGET")
+class FailsTurnOnCompactorBudgetError(ReferenceKernel):
+    def on_failure(self, provider, failure):
+        if provider.compactor and errors.category_of(failure.context_error) == "budget_exceeded":
+            raise TurnFailed(f"compactor {provider.name} could not fit its budget: {failure.message}")
+        return super().on_failure(provider, failure)
+
+
+@variant("removes only the non-text blocks of a section, keeps its text and reports it", "R-NON-TEXT-WHOLE-SECTION")
+class StripsNonTextBlocksVisibly(ReferenceKernel):
+    def admissible(self, provider, sections, diagnostics):
+        kept = []
+        for section in sections:
+            text = [b for b in section["content"] if set(b) == {"text"}]
+            if len(text) < len(section["content"]):
+                self.report(diagnostics, self.diagnostic(provider, "non_text_content",
+                                                         "non-text blocks removed from a section", section))
+            kept.append({**section, "content": text})
+        return super().admissible(provider, kept, diagnostics)
+
+
+@variant("discards a provider's whole reply when any section in it is malformed (non-text or unlabelled)",
+         "R-NON-TEXT-WHOLE-SECTION")
+class DiscardsMalformedReplies(ReferenceKernel):
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        own = reply["sections"] if provider.compactor else reply["sections"][len(chain):]
+        bad = [s for s in own if not tokens.is_text_only(s["content"]) or not s["label"]]
+        if bad and (provider.compactor or self.in_scope(provider, chain, reply["sections"])):
+            category = "non_text_content" if any(not tokens.is_text_only(s["content"]) for s in bad) else "missing_label"
+            self.report(diagnostics, self.diagnostic(provider, category, "malformed section; whole reply discarded"))
+            return chain
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@variant("fails the turn on a malformed reply (a non-text block or a section without a label)",
+         "R-NON-TEXT-WHOLE-SECTION")
+class FailsTurnOnMalformedReplies(ReferenceKernel):
+    def admissible(self, provider, sections, diagnostics):
+        for section in sections:
+            if not tokens.is_text_only(section["content"]) or not section["label"]:
+                raise TurnFailed(f"{provider.name} returned a malformed section {section['label']!r}")
+        return super().admissible(provider, sections, diagnostics)
+
+
+@variant("validates a provider's sections with one CountTokens call over all of their content",
+         "R-BUDGET-PER-PROVIDER")
+class CountsContributionAsOne(ReferenceKernel):
+    def over_budget(self, sections, budget, model, call):
+        return self.count([b for s in sections for b in s["content"]], model, call) > budget
+
+
+@variant("counts every section a provider returned against its budget, those it drops for other reasons too",
+         "R-BUDGET-PER-PROVIDER")
+class CountsRejectedSectionsToo(ReferenceKernel):
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        own = reply["sections"] if provider.compactor else reply["sections"][len(chain):]
+        if not provider.compactor and self.in_scope(provider, chain, reply["sections"]) and \
+                not reply["rewritten_history"] and self.over_budget(own, budget, model, call):
+            self.admissible(provider, own, diagnostics)  # what it would have dropped anyway is still reported
+            return self.on_over_budget(provider, chain, own, budget, model, diagnostics)
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@variant("drops over-budget sections without a diagnostic (the budget rule asks for no log)", "R-LOG-AS-DIAGNOSTIC")
+class SilentBudgetRejection(ReferenceKernel):
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        return chain
+
+    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
+        return chain
+
+
+@variant("ignores a non-compactor's rewritten_history without a word, keeping its sections", "R-NONCOMPACTOR-REWRITE")
+class IgnoresForeignRewriteSilently(ReferenceKernel):
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        if reply["rewritten_history"] and not provider.compactor:
+            reply = {**reply, "rewritten_history": []}
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@variant("warns when the caps exceed the smallest effective ceiling of every declared model, routed or not",
+         "R-BUDGET-SUM-WARNING")
+class WarnsOverEveryDeclaredModel(ReferenceKernel):
+    def routing_ceilings(self):
+        return [self.effective_ceiling(m) for m in self.models.values()]
+
+
+@variant("lowers every budget in proportion on a turn whose model is smaller than the primary", "R-BUDGET-SMALLER-MODEL")
+class ScalesBudgetsOnSmallerModels(ReferenceKernel):
+    def token_budget(self, provider, model):
+        primary = self.effective_ceiling(self.models[self.routing[0]])
+        ceiling = self.effective_ceiling(model)
+        cap = self.resolve_cap(provider)
+        return cap if ceiling >= primary or primary <= 0 else max(0, cap * ceiling // primary)
+
+
+@variant("assembled_tokens_last_turn is the sum of the token figures the final chain carries", "R-ASSEMBLED-TOKENS")
+class AssembledFromStatedFigures(KeepsStatedFigures):
+    def assembled_total(self, chain, session, model, call):
+        return sum(int(s["tokens"]) for s in chain)
+
+
+@variant("assembled_tokens_last_turn is one count over the text of the whole final chain", "R-ASSEMBLED-TOKENS")
+class AssembledCountedAtOnce(ReferenceKernel):
+    def assembled_total(self, chain, session, model, call):
+        return self.count([b for s in chain for b in s["content"]], model, call)
+
+
+@variant("history_tokens is the sum of each message's own count", "R-HISTORY-TOKENS")
+class HistoryCountedPerMessage(ReferenceKernel):
+    def count_history(self, session, model, call):
+        return sum(self.count(m.get("content", []), model, call) for m in session.history)
 
 
 # --- the harness surface ----------------------------------------------------------------------
