@@ -187,7 +187,8 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
     content_rules = [Needed("non_text_content", "K-NON-TEXT-REJECT", names=names(s)) for s in non_text]
 
     admissible = [s for s in own if s not in non_text and s["label"]]
-    over = _budget_blame(fake, admissible, own, budget, model)
+    # Over budget by some reading of the count, a chain no outcome matches breaks the budget rule.
+    over = _budget_blame(fake, admissible, own, budget, model, max)
     # Within budget, the blame can only guess which offending section was kept; a misreading names it.
     guess = None if over else "K-NON-TEXT-REJECT" if content_rules else "K-PROMPT-BOUNDARIES" if unlabeled else None
     malformed = bool(non_text or unlabeled)
@@ -297,9 +298,11 @@ def same_but_tokens(a: dict, b: dict) -> bool:
     return {**a, "tokens": 0} == {**b, "tokens": 0}
 
 
-def _budget_blame(fake: FakeProvider, kept: list[dict], returned: list[dict], budget: int, model: Model) -> str | None:
-    """Which budget rule a kernel that keeps these sections breaks, if they are over budget by every reading."""
-    if min(_figures(kept, returned, model)) <= budget:
+def _budget_blame(fake: FakeProvider, kept: list[dict], returned: list[dict], budget: int, model: Model,
+                  reading=min) -> str | None:
+    """Which budget rule a kernel that keeps these sections breaks, if they are over budget by the reading
+    (min: every reading; max: some reading) of how they are counted."""
+    if reading(_figures(kept, returned, model)) <= budget:
         return None
     if fake.compactor:
         return "K-COMPACTOR-BUDGET"

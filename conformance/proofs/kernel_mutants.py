@@ -155,6 +155,15 @@ class IgnoresOverride(ReferenceKernel):
         return int(provider.capabilities.get("default_token_budget", 0))
 
 
+@mutant("K-TOKEN-BUDGET")
+class ReservesHeadroom(ReferenceKernel):
+    """Keeps a tenth of every cap back for safety, whatever the model (R-BUDGET-SMALLER-MODEL allows less only
+    where a smaller model is in play or the caps do not fit)."""
+
+    def token_budget(self, provider, model):
+        return self.resolve_cap(provider) * 9 // 10
+
+
 @mutant("K-MODEL-TARGET", also=["K-EFFECTIVE-CEILING"])
 class PrimaryModelTarget(ReferenceKernel):
     """Describes the primary model in model_target whatever model the turn runs on."""
@@ -335,6 +344,22 @@ class PerSectionBudget(ReferenceKernel):
 
     def over_budget(self, sections, budget, model, call):
         return any(self.count(s["content"], model, call) > budget for s in sections)
+
+
+@mutant("K-BUDGET-REJECT")
+class KeepsSectionsThatFit(ReferenceKernel):
+    """Over budget, keeps the provider's sections that fit in order and drops the one that tips it over and
+    those after it: a reduction only the provider may make (R-BUDGET-PER-PROVIDER)."""
+
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        kept, total = [], 0
+        for section in own:
+            total += self.count(section["content"], model, call=self.upstream)
+            if total > budget:
+                break
+            kept.append(section)
+        super().on_over_budget(provider, chain, own, budget, model, diagnostics)
+        return chain + self.recounted(kept, model, self.upstream)
 
 
 @mutant("K-TRUNCATED-NOT-ENOUGH", also=["K-COMPACTOR-BUDGET"])
