@@ -137,6 +137,10 @@ def subjects() -> list[Subject]:
     found += _conforming("Compactor", "provider", compactor.Compactor, "compactor")
     for role, variants in (("kernel", kernel_variants.VARIANTS), ("provider", provider_variants.VARIANTS)):
         for name, cls in variants.items():
+            if getattr(cls, "plugins", False):
+                found.append(Subject(name, role, cls, binding="python" + PLUGINS, vectors_under="kernel/plugins/",
+                                     freedom=cls.freedom, grants=cls.grants))
+                continue
             found += _conforming(name, role, cls, getattr(cls, "manifest", ""),
                                  ("python", "stdio", "grpc") if cls.grpc else ("python", "stdio"))
     found += [Subject(n, "kernel", c, "", c.breaks, c.also, c.property_only) for n, c in kernel_mutants.MUTANTS.items()

@@ -286,7 +286,7 @@ class TurnCheck:
             self.check_failed_turn(pending)
             # R-FAILED-TURN: the conversation goes on with or without the failed turn's messages, or with a
             # rewrite accepted before the failure; the next turn shows which.
-            self.state.history_options = [self.start_history, self.state.history, *self.histories[1:]]
+            self.state.history_options = [self.start_history, self.base_history, *self.histories[1:]]
             self.state.history, self.state.last_totals = self.start_history, None
             return self.findings
         missing = [n for n in names if n not in {c.provider for c in calls}]
@@ -310,17 +310,16 @@ class TurnCheck:
         (R-FAILED-TURN): the one a compactor is shown, else the one the first history_tokens counts, else
         the conversation with the failed turn's messages kept."""
         new = self.input["new_messages"]
-        candidates = [option + new for option in (self.state.history_options or [self.state.history])]
+        options = self.state.history_options or [self.state.history]
         self.state.history_options = None
         declared = {p.name for p in self.scenario.providers}  # a call on any other is charged in run()
         calls = [c for c in self.record.contributes() if c.provider in declared]
-        for call in calls:
-            if self.scenario.provider(call.provider).compactor and call.request["conversation_history"] in candidates:
-                return call.request["conversation_history"]
-        for candidate in candidates if calls else ():
-            if calls[0].request["history_tokens"] in history_counts(candidate, self.model.count):
-                return candidate
-        return candidates[0]
+        shown = [c.request["conversation_history"] for c in calls if self.scenario.provider(c.provider).compactor]
+        counted = calls[0].request["history_tokens"] if calls else None
+        chosen = next((o for o in options if o + new in shown), None) or next(
+            (o for o in options if counted in history_counts(o + new, self.model.count)), options[0])
+        self.base_history = chosen  # what this turn's messages were added to: a failed turn may go back to it
+        return chosen + new
 
     def at(self, call: CallRecord) -> str:
         return f"{self.where}, {call.provider}"

@@ -16,15 +16,16 @@ import re
 
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
-from conformance.reference.kernel import ReferenceKernel, TurnFailed
+from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.wire import errors, tokens
 
 VARIANTS: dict[str, type[ReferenceKernel]] = {}
 
 
-def variant(freedom: str, grants: str, grpc: bool = False):
+def variant(freedom: str, grants: str, grpc: bool = False, plugins: bool = False):
+    """`plugins`: the freedom is one of the plugin-launching mode, certified there (on kernel/plugins/)."""
     def register(cls: type[ReferenceKernel]) -> type[ReferenceKernel]:
-        cls.freedom, cls.grants, cls.grpc = freedom, grants, grpc
+        cls.freedom, cls.grants, cls.grpc, cls.plugins = freedom, grants, grpc, plugins
         VARIANTS[cls.__name__] = cls
         return cls
     return register
@@ -127,6 +128,19 @@ class FailsTurnOnUnsettledFailures(ReferenceKernel):
             return super().on_failure(provider, failure)
         message = (failure.context_error or {}).get("message") or failure.message
         raise TurnFailed(f"context-assemble stopped at {provider.name} ({failure.code}): {message}")
+
+
+@variant("fails the turn on unsettled failures and rolls the conversation back to before the failed turn",
+         "R-FAILED-TURN")
+class RollsBackFailedTurns(FailsTurnOnUnsettledFailures):
+    def assemble(self, request, call):
+        session = self.sessions.setdefault(request["turn"]["session_id"], Session())
+        before = session.history
+        result = super().assemble(request, call)
+        if result["turn_failed"]:
+            session.history = before
+            result["history"] = before
+        return result
 
 
 @variant("fails the turn when a compactor's chain is over its budget", "R-COMPACTOR-OVER-BUDGET")
@@ -331,6 +345,23 @@ class AssembledCountedAtOnce(ReferenceKernel):
 class HistoryCountedPerMessage(ReferenceKernel):
     def count_history(self, session, model, call):
         return sum(self.count(m.get("content", []), model, call) for m in session.history)
+
+
+# --- launched plugins (ctxconf kernel --launch-plugins) --------------------------------------------
+
+@variant("keeps the plugins of a configuration it is done with running until it stops", "R-PLUGIN-LIFETIME",
+         plugins=True)
+class KeepsPluginsUntilStop(ReferenceKernel):
+    def load(self, request, call):
+        if self.fleet is not None and not request["config"]["providers"]:
+            self.__dict__.setdefault("idle", []).append(self.fleet)  # kept warm, as a pool would
+            self.fleet = None
+        return super().load(request, call)
+
+    def stop(self, request, call):
+        for fleet in self.__dict__.pop("idle", []):
+            fleet.close()
+        return super().stop(request, call)
 
 
 # --- the harness surface ----------------------------------------------------------------------
