@@ -290,7 +290,15 @@ class TurnCheck:
             self.state.history, self.state.last_totals = self.start_history, None
             return self.findings
         missing = [n for n in names if n not in {c.provider for c in calls}]
-        self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
+        # hook-dispatch: a transform failure may abort the rest of the chain, the turn going on with the chain as
+        # it stood (R-ERROR-ISOLATION): then only the providers after the failed one may go unasked.
+        after_last = pending is not None and all(names.index(n) > names.index(pending[0].provider) for n in missing)
+        if missing and after_last and pending[1].fail_blame != "K-FIRE-EACH-TURN":
+            # Stopped at a provider whose failure may not stop the turn: the rule that says so is what broke.
+            self.add(pending[1].fail_blame, False, f"the chain stopped after {pending[0].provider}, which may not "
+                     f"stop it ({pending[1].why}); never asked: {missing}", self.at(pending[0]))
+        elif not (missing and after_last and pending[1].may_fail_turn):
+            self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
         if pending:
             self.resolve(*pending, observed=self.result["sections"])
         elif calls == [] and self.result["sections"]:
@@ -316,8 +324,9 @@ class TurnCheck:
         calls = [c for c in self.record.contributes() if c.provider in declared]
         shown = [c.request["conversation_history"] for c in calls if self.scenario.provider(c.provider).compactor]
         counted = calls[0].request["history_tokens"] if calls else None
-        chosen = next((o for o in options if o + new in shown), None) or next(
-            (o for o in options if counted in history_counts(o + new, self.model.count)), options[0])
+        chosen = next((o for o in options if o + new in shown), None)
+        if chosen is None:  # (an empty conversation is a choice too: never `or` it away)
+            chosen = next((o for o in options if counted in history_counts(o + new, self.model.count)), options[0])
         self.base_history = chosen  # what this turn's messages were added to: a failed turn may go back to it
         return chosen + new
 
@@ -454,8 +463,7 @@ class TurnCheck:
         # Where several outcomes fit the chain, the one whose diagnostics were reported is the one taken; of
         # those, one whose effect on the history (a compactor's rewrite applied or not) the turn ends with.
         reported = [o for o in matching if all(self.reported(judgment.provider, n) for n in o.diagnostics)]
-        ends_with = [o for o in reported if (self.history if o.history is None else o.history) == self.result["history"]]
-        outcome = next(iter(ends_with + reported + matching), None)
+        outcome = next(iter(self.ending_with(reported) + reported + matching), None)
         if outcome is None:
             # What the kernel should have reported about a chain it got wrong is moot; the chain is the finding,
             # charged to what the judge says holding it breaks.
@@ -463,7 +471,8 @@ class TurnCheck:
                 why = "; ".join(filter(None, (judgment.why, broken.why)))
                 self.add(broken.requirement, False, f"{why}; the chain afterwards was {_brief(observed)}, "
                                                     f"expected {_brief_expected(judgment.outcomes)}", where)
-            outcome = judgment.outcomes[0]
+            # The history is judged on its own: from the outcome whose rewrite (or none) the turn ends with.
+            outcome = next(iter(self.ending_with(judgment.outcomes)), judgment.outcomes[0])
         else:
             evidence = outcome.evidenced_by
             if evidence is None or self.reported(judgment.provider, evidence):
@@ -473,6 +482,10 @@ class TurnCheck:
         if outcome.history is not None:
             self.history = outcome.history
             self.histories.append(outcome.history)
+
+    def ending_with(self, outcomes: list[Outcome]) -> list[Outcome]:
+        """The outcomes whose effect on the history (a compactor's rewrite applied, or none) the turn ends with."""
+        return [o for o in outcomes if (self.history if o.history is None else o.history) == self.result["history"]]
 
     def reported(self, provider: str, needed) -> bool:
         return any(d.get("provider") in (provider, *needed.names) and needed.category in (None, d.get("category"))
@@ -520,15 +533,16 @@ class TurnCheck:
         prompt, position, spans = self.result["prompt"], 0, []
         for section in self.result["sections"]:
             label = section["label"]
-            if not label:
-                continue  # keeping it at all was judged with the reply it came in (R-MISSING-LABEL)
-            found = prompt_text.find(prompt, label, position)
-            if found is None:
-                self.add("K-PROMPT-BOUNDARIES", False, f"the section of {section['provider']} labelled {label!r} "
-                                                       "has no boundary carrying its label, in chain order")
-                return
-            position = found[1]
-            spans.append(found)
+            # An unlabeled section kept as it is sits in a boundary of the kernel's own, with no label to look
+            # for; its text is still looked for (R-MISSING-LABEL).
+            if label.strip():
+                found = prompt_text.find(prompt, label, position)
+                if found is None:
+                    self.add("K-PROMPT-BOUNDARIES", False, f"the section of {section['provider']} labelled "
+                                                           f"{label!r} has no boundary carrying its label, in chain order")
+                    return
+                position = found[1]
+                spans.append(found)
             for text in tokens.texts_of(section["content"]):
                 found = prompt_text.find(prompt, text, position)
                 if found is None:

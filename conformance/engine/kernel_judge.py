@@ -181,16 +181,17 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
     base = [] if fake.compactor else prior
     own = sections if fake.compactor else sections[len(prior):]
     non_text = [s for s in own if not tokens.is_text_only(s["content"])]
-    unlabeled = [s for s in own if s not in non_text and not s["label"]]
+    # A label of only spaces may be taken for none (R-MISSING-LABEL); one that is empty must be.
+    unlabeled = [s for s in own if s not in non_text and not s["label"].strip()]
     # A compactor's section may be another provider's it rewrote: a diagnostic may name either (docs).
     names = lambda s: (s["provider"],) if fake.compactor else ()
     content_rules = [Needed("non_text_content", "K-NON-TEXT-REJECT", names=names(s)) for s in non_text]
 
-    admissible = [s for s in own if s not in non_text and s["label"]]
+    admissible = [s for s in own if s not in non_text and s not in unlabeled]
     # Over budget by some reading of the count, a chain no outcome matches breaks the budget rule.
     over = _budget_blame(fake, admissible, own, budget, model, max)
     # Within budget, the blame can only guess which offending section was kept; a misreading names it.
-    guess = None if over else "K-NON-TEXT-REJECT" if content_rules else "K-PROMPT-BOUNDARIES" if unlabeled else None
+    guess = None if over else "K-NON-TEXT-REJECT" if content_rules else None
     malformed = bool(non_text or unlabeled)
     judgment = Judgment(fake.name, [], blame=over or guess or "K-PRIOR-SECTIONS", blame_is_a_guess=bool(guess),
                         # A malformed reply may fail the turn (R-NON-TEXT-WHOLE-SECTION, R-MISSING-LABEL).
@@ -211,34 +212,36 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
         notes.append("a section holding non-text blocks is dropped whole, or only those blocks are, visibly; "
                      "or the reply is refused or the turn failed (R-NON-TEXT-WHOLE-SECTION)")
     if unlabeled:
-        notes.append("an unlabeled section is dropped or given a label (R-MISSING-LABEL)")
-    for kept, needed in _ways_to_admit(own, non_text, unlabeled, content_rules, names):
+        notes.append("an unlabeled section is dropped, given a label or kept as it is (R-MISSING-LABEL)")
+    for kept, relabelled, needed in _ways_to_admit(own, non_text, unlabeled, content_rules, names):
         figures = _figures(kept, own, model)
         stated = sum(s["tokens"] for s in kept)
         # When accepting and rejecting a compactor's chain leave the same chain (it returned the prior
         # chain as it was, token figures aside), the chain shows nothing: only a report of the rejection does.
         unchanged = len(kept) == len(prior) and all(map(same_but_tokens, kept, prior))
         evidence = Needed("budget_exceeded", "K-COMPACTOR-BUDGET") if fake.compactor and unchanged else None
-        rejected = Outcome(kept_as_is(prior), list(needed), evidenced_by=evidence)
+        # R-COMPACTOR-OVER-BUDGET: its chain rejected, a compactor's rewrite may go with it or still apply.
+        rejected = [Outcome(kept_as_is(prior), list(needed), history, evidenced_by=evidence)
+                    for history in ((None, rewrite) if fake.compactor and rewrite else (None,))]
         if min(figures) > budget:
-            judgment.outcomes.append(rejected)
+            judgment.outcomes += rejected
             judgment.may_fail_turn |= fake.compactor
             notes.append(f"{'its whole chain' if fake.compactor else 'its sections'} count {_spread(figures)} "
                          f"(stated {stated}) against a budget of {budget}: rejected whole")
             continue
         accepted = Outcome(kept_as_is(base) + [Expected(s, (s["tokens"], model.count(s["content"])),
-                                                        relabel=not s["label"]) for s in kept],
+                                                        relabel=id(s) in relabelled) for s in kept],
                            list(needed), rewrite if fake.compactor and rewrite else None)
         judgment.outcomes.append(accepted)
         if rewrite and not fake.compactor:
             continue
         if max(figures) > budget:
-            judgment.outcomes.append(rejected)
+            judgment.outcomes += rejected
             judgment.may_fail_turn |= fake.compactor
             notes.append(f"counted one way its sections fit a budget of {budget}, counted another they do not "
                          f"({_spread(figures)}): kept or rejected (R-BUDGET-PER-PROVIDER)")
         elif stated > budget:
-            judgment.outcomes.append(rejected)
+            judgment.outcomes += rejected
             notes.append(f"it states {stated} tokens, over its budget of {budget}, but counts {_spread(figures)}: "
                          "kept or rejected (R-TOKENS-RECOUNT)")
     kept_ids = {id(e.section) for o in judgment.outcomes for e in o.chain}
@@ -251,13 +254,14 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
 
 
 def _ways_to_admit(own: list[dict], non_text: list[dict], unlabeled: list[dict], content_rules: list[Needed],
-                   names) -> list[tuple[list[dict], list[Needed]]]:
-    """Each reading of what a kernel may keep of a reply's own sections, with the reports it then owes: a
-    section holding non-text blocks dropped, or only those blocks (and the section with them if nothing is
-    left); an unlabeled one dropped or given a label."""
+                   names) -> list[tuple[list[dict], set[int], list[Needed]]]:
+    """Each reading of what a kernel may keep of a reply's own sections, the ones it may give a label of its
+    own, and the reports it then owes: a section holding non-text blocks dropped, or only those blocks (and
+    the section with them if nothing is left); an unlabeled one dropped, given a label, or kept as it is
+    inside a boundary of the kernel's own (R-MISSING-LABEL)."""
     ways = []
     for strip in ((False, True) if non_text else (False,)):
-        for relabel in ((False, True) if unlabeled else (False,)):
+        for unlabeled_kept in (("dropped", "relabelled", "kept") if unlabeled else ("dropped",)):
             for keep_emptied in ((False, True) if strip and any(not _stripped(s)["content"] for s in non_text)
                                  else (False,)):
                 kept = []
@@ -265,11 +269,12 @@ def _ways_to_admit(own: list[dict], non_text: list[dict], unlabeled: list[dict],
                     if s in non_text:
                         if strip and (_stripped(s)["content"] or keep_emptied) and s["label"]:
                             kept.append(_stripped(s))
-                    elif s["label"] or relabel:
+                    elif s not in unlabeled or unlabeled_kept != "dropped":
                         kept.append(s)
+                relabelled = {id(s) for s in unlabeled} if unlabeled_kept == "relabelled" else set()
                 needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK", names=names(s))
-                                          for s in unlabeled if not relabel]
-                ways.append((kept, needed))
+                                          for s in unlabeled if unlabeled_kept == "dropped"]
+                ways.append((kept, relabelled, needed))
     return ways
 
 
@@ -332,8 +337,6 @@ def _misread(judgment: Judgment, offered: list[dict], model: Model,
             Misreading("K-NON-TEXT-REJECT", "the kernel kept a section holding non-text blocks "
                                             "(R-NON-TEXT-WHOLE-SECTION)",
                        lambda chain: any(not tokens.is_text_only(s["content"]) for s in chain)),
-            Misreading("K-PROMPT-BOUNDARIES", "the kernel kept a section without a label (R-MISSING-LABEL)",
-                       lambda chain: any(not s["label"] for s in chain)),
             Misreading("K-NO-KERNEL-CUT", "the kernel kept a section it was offered, shortened",
                        lambda chain: any(_cut_from(s, offered) for s in chain)),
         ]

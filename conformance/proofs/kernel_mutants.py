@@ -413,16 +413,6 @@ class CompactorOwnSectionsOnly(ReferenceKernel):
 
 
 @mutant("K-COMPACTOR-BUDGET")
-class CompactorRewriteSurvivesRejection(ReferenceKernel):
-    """Rejects an over-budget compactor's sections but still applies its rewritten history."""
-
-    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
-        if reply["rewritten_history"]:
-            self.apply_rewrite(session, reply["rewritten_history"])
-        return super().reject_compactor(provider, chain, reply, budget, session, diagnostics)
-
-
-@mutant("K-COMPACTOR-BUDGET")
 class CompactorTrustsRewrittenFigures(ReferenceKernel):
     """Counts a compactor's own sections but takes the figures of the sections it rewrote on trust."""
 
@@ -501,19 +491,11 @@ class EmptyBlockPassesAsText(ReferenceKernel):
         return [original for original, seen in zip(sections, filled) if seen in kept]
 
 
-@mutant("K-PROMPT-BOUNDARIES")
-class KeepsUnlabelled(ReferenceKernel):
-    """Lets a section without a label into the chain and the prompt."""
-
-    def admissible(self, provider, sections, diagnostics):
-        unlabelled = "\0unlabelled"  # passes the label rule; every other rule still applies
-        kept = super().admissible(provider, [{**s, "label": s["label"] or unlabelled} for s in sections], diagnostics)
-        return [{**s, "label": "" if s["label"] == unlabelled else s["label"]} for s in kept]
-
-
-@mutant("K-PROMPT-BOUNDARIES")
+@mutant("K-PROMPT-BOUNDARIES", also=["K-NO-KERNEL-CUT"])
 class PromptWithoutBoundaries(ReferenceKernel):
-    """Concatenates the sections' text with no labelled boundary."""
+    """Concatenates the sections' text with no labelled boundary. A short label may then be found inside
+    another's text, and a block shorter than 8 characters missing from its place counts as not in the
+    prompt whole (R-PROMPT-RENDERING): K-NO-KERNEL-CUT too."""
 
     def render(self, chain):
         return "".join(tokens.text_of(s["content"]) for s in chain)
@@ -613,6 +595,26 @@ class ClassifiesByStatusCode(ReferenceKernel):
     def on_failure(self, provider, failure):
         category = _BY_CODE.get(failure.code, "unknown")
         return self.diagnostic(provider, category, f"Contribute failed: {failure.message}", kind="provider_failed")
+
+
+@mutant("K-ERR-SOURCE-UNAVAILABLE", "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION")
+class AbortsChainOnAnyFailure(ReferenceKernel):
+    """Stops the chain at any failing provider, as hook-dispatch does for a transform error, and goes on with
+    the turn: right for an unsettled failure, wrong for the categories the taxonomy isolates."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.stop = False
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def providers_for_turn(self, session):
+        for provider in super().providers_for_turn(session):
+            if self.stop:
+                return
+            yield provider
+
+    def on_failure(self, provider, failure):
+        self.stop = True
+        return super().on_failure(provider, failure)
 
 
 @mutant("K-ERR-INVALID-REQUEST-NO-RETRY")

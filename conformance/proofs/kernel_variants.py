@@ -130,6 +130,14 @@ class FailsTurnOnUnsettledFailures(ReferenceKernel):
         raise TurnFailed(f"context-assemble stopped at {provider.name} ({failure.code}): {message}")
 
 
+@variant("keeps an unlabelled section as it is, inside a boundary of its own", "R-MISSING-LABEL")
+class KeepsUnlabelledSections(ReferenceKernel):
+    def admissible(self, provider, sections, diagnostics):
+        unlabelled = "\0unlabelled"  # passes the label rule; every other rule still applies
+        kept = super().admissible(provider, [{**s, "label": s["label"] or unlabelled} for s in sections], diagnostics)
+        return [{**s, "label": "" if s["label"] == unlabelled else s["label"]} for s in kept]
+
+
 @variant("fails the turn on unsettled failures and rolls the conversation back to before the failed turn",
          "R-FAILED-TURN")
 class RollsBackFailedTurns(FailsTurnOnUnsettledFailures):
@@ -141,6 +149,25 @@ class RollsBackFailedTurns(FailsTurnOnUnsettledFailures):
             session.history = before
             result["history"] = before
         return result
+
+
+@variant("stops the chain at an unsettled failure and goes on with the chain as it stood, reporting it",
+         "R-ERROR-ISOLATION")
+class AbortsChainOnUnsettledFailures(ReferenceKernel):
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.stop_after = None
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def providers_for_turn(self, session):
+        for provider in super().providers_for_turn(session):
+            if self.stop_after is not None:
+                return
+            yield provider
+
+    def on_failure(self, provider, failure):
+        if errors.category_of(failure.context_error) not in errors.ISOLATING:
+            self.stop_after = provider.name
+        return super().on_failure(provider, failure)
 
 
 @variant("fails the turn when a compactor's chain is over its budget", "R-COMPACTOR-OVER-BUDGET")
@@ -232,6 +259,15 @@ class CachesTokenCounts(ReferenceKernel):
 
 
 # --- what "reject" and "validate" may mean (literal readings of the spec) -------------------------
+
+@variant("rejects an over-budget compactor's chain but applies its rewritten_history all the same",
+         "R-COMPACTOR-OVER-BUDGET")
+class AppliesRewriteOfRejectedCompactor(ReferenceKernel):
+    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
+        if reply["rewritten_history"]:
+            self.apply_rewrite(session, reply["rewritten_history"])
+        return super().reject_compactor(provider, chain, reply, budget, session, diagnostics)
+
 
 @variant("fails the turn when a compactor fails with budget_exceeded", "R-COMPACTOR-OVER-BUDGET")
 class FailsTurnOnCompactorBudgetError(ReferenceKernel):
