@@ -185,7 +185,11 @@ def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
          + (f" and {smallest_declared} among every declared model" if smallest_declared < smallest else "")
          + " (R-BUDGET-SUM-WARNING)"),
         ("KC-STABILITY-ORDER-WARN", WARNING_CODES["KC-STABILITY-ORDER-WARN"],
-         *[dynamic_before_static([p.stability for p in scenario.providers])] * 2,
+         dynamic_before_static([p.stability for p in scenario.providers]),
+         # A provider that declared no stability may be taken for either (it broke P-CAP-STABILITY).
+         any(dynamic_before_static([p.stability if p.stability in ("STABILITY_STATIC", "STABILITY_DYNAMIC") else
+                                    taken for p in scenario.providers])
+             for taken in ("STABILITY_STATIC", "STABILITY_DYNAMIC")),
          "declared stabilities " + " ".join(p.stability.removeprefix("STABILITY_").lower() for p in scenario.providers)),
     ):
         if may and not due:
@@ -469,7 +473,7 @@ class TurnCheck:
             # charged to what the judge says holding it breaks.
             for broken in judgment.broken(observed):
                 why = "; ".join(filter(None, (judgment.why, broken.why)))
-                self.add(broken.requirement, False, f"{why}; the chain afterwards was {_brief(observed)}, "
+                self.add(broken.requirement, False, f"{why}; the chain it went on with (sent to the next provider, or returned) was {_brief(observed)}, "
                                                     f"expected {_brief_expected(judgment.outcomes)}", where)
             # The history is judged on its own: from the outcome whose rewrite (or none) the turn ends with.
             outcome = next(iter(self.ending_with(judgment.outcomes)), judgment.outcomes[0])

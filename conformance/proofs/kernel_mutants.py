@@ -522,6 +522,18 @@ class SanitizesMarkup(ReferenceKernel):
 # --- scope ---------------------------------------------------------------------------------------------
 
 @mutant("K-SCOPE-DISCARD")
+class CompletesDeltaReplies(ReferenceKernel):
+    """Reads a reply that holds none of the prior sections as a delta, and puts the prior chain back in front
+    of it, where the reply is by definition the whole chain (R-PLACEMENT)."""
+
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        sections = reply["sections"]
+        if chain and not provider.compactor and not any(s in sections for s in chain):
+            reply = {**reply, "sections": chain + sections}
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@mutant("K-SCOPE-DISCARD")
 class AcceptsForeignEdits(ReferenceKernel):
     """Takes a non-compactor's reply as the new chain, whatever it did to other sections."""
 
