@@ -48,6 +48,7 @@ class SessionState:
     rewritten: bool = False             # a rewrite was applied earlier in the session
     before_rewrite: list[dict] | None = None
     went_wrong: bool = False            # an invariant failed on an earlier turn
+    last_chain: list[dict] = field(default_factory=list)  # the final chain of the session's last turn that held
     history_options: list[list[dict]] | None = None  # after a failed turn: what the conversation may be
 
 
@@ -281,9 +282,11 @@ class TurnCheck:
             elif pending:
                 self.resolve(*pending, observed=prior)
             else:
-                self.add("K-PRIOR-SECTIONS", prior == [],
-                         f"the first provider, {call.provider}, was sent {len(prior)} prior section(s); "
-                         "every firing starts empty (R-FIRING-STARTS-EMPTY)", self.at(call))
+                # R-FIRING-STARTS-EMPTY: the firing starts empty, or from the session's previous final chain.
+                self.add("K-PRIOR-SECTIONS", prior in ([], self.state.last_chain),
+                         f"the first provider, {call.provider}, was sent {len(prior)} prior section(s): neither an "
+                         f"empty chain nor the session's previous final chain ({len(self.state.last_chain)} "
+                         "section(s)) (R-FIRING-STARTS-EMPTY)", self.at(call))
             self.check_request(call)
             pending = (call, self.judge(call))
         if self.result["turn_failed"]:
@@ -313,6 +316,7 @@ class TurnCheck:
             self.state.rewritten, self.state.before_rewrite = True, self.start_history
         self.state.history = self.history
         chain = self.result["sections"]
+        self.state.last_chain = chain
         self.state.last_totals = assembled_totals(chain, self.model.count) | {sum(s["tokens"] for s in chain)}
         self.state.last_by_formula = assembled_totals(chain, tokens.fallback_count)
         return self.findings

@@ -162,9 +162,23 @@ def judge_crash(provider: str, prior: list[dict], model: Model) -> Judgment:
 # --- replies -----------------------------------------------------------------------
 
 def in_place(provider: str, prior: list[dict], sections: list[dict]) -> bool:
-    """R-PLACEMENT: the prior chain an untouched prefix, the rest the provider's own."""
-    n = len(prior)
-    return len(sections) >= n and sections[:n] == prior and all(s["provider"] == provider for s in sections[n:])
+    """R-PLACEMENT: every other provider's section of the prior chain back untouched and in order, the
+    provider's own sections after them. A kernel carrying the chain from turn to turn hands a provider its own
+    earlier sections (R-FIRING-STARTS-EMPTY): it may edit, replace or drop those where they stand."""
+    foreign = [s for s in prior if s["provider"] != provider]
+    if [s for s in sections if s["provider"] != provider] != foreign:
+        return False
+    return {_foreign_before(sections, provider)[i] for i, s in enumerate(sections) if s["provider"] == provider} <= \
+        {len(foreign)} | {_foreign_before(prior, provider)[i] for i, s in enumerate(prior) if s["provider"] == provider}
+
+
+def _foreign_before(chain: list[dict], provider: str) -> list[int]:
+    """For each place in the chain, how many sections of other providers come before it."""
+    counts, seen = [], 0
+    for section in chain:
+        counts.append(seen)
+        seen += section["provider"] != provider
+    return counts
 
 
 def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int, model: Model) -> Judgment:
@@ -178,8 +192,7 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
                         # Whatever it kept of a reply it had to discard whole, the fault is keeping it.
                         misreadings=lambda: [Misreading("K-SCOPE-DISCARD", "the kernel kept some of it",
                                                         lambda chain: True, alone=True)])
-    base = [] if fake.compactor else prior
-    own = sections if fake.compactor else sections[len(prior):]
+    own = [s for s in sections if fake.compactor or s["provider"] == fake.name]
     non_text = [s for s in own if not tokens.is_text_only(s["content"])]
     # A label of only spaces may be taken for none (R-MISSING-LABEL); one that is empty must be.
     unlabeled = [s for s in own if s not in non_text and not s["label"].strip()]
@@ -204,6 +217,12 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
         # which is a fallback to the chain before it and so is reported.
         judgment.outcomes.append(Outcome(kept_as_is(prior), [Needed(None, "K-NO-SILENT-FALLBACK")]))
         notes.append("a non-compactor's rewritten_history is never applied (R-NONCOMPACTOR-REWRITE)")
+    if not fake.compactor and sections[:len(prior)] != prior:
+        # It edited or dropped sections under its own name that it was handed: its own by name (R-PLACEMENT),
+        # or, for a kernel that holds the prior chain untouchable, a scope violation to discard.
+        judgment.outcomes.append(Outcome(kept_as_is(prior), [Needed("scope_violation", "K-SCOPE-LOG")]))
+        notes.append("it changed sections under its own name that it was handed: accepted, or discarded as a "
+                     "scope violation (R-PLACEMENT)")
     if malformed:
         # The whole reply may be refused for a malformed section, visibly; or the turn failed.
         judgment.outcomes.append(Outcome(kept_as_is(prior), (content_rules or [
@@ -213,7 +232,9 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
                      "or the reply is refused or the turn failed (R-NON-TEXT-WHOLE-SECTION)")
     if unlabeled:
         notes.append("an unlabeled section is dropped, given a label or kept as it is (R-MISSING-LABEL)")
-    for kept, relabelled, needed in _ways_to_admit(own, non_text, unlabeled, content_rules, names):
+    for admitted, relabelled, needed in _ways_to_admit(own, non_text, unlabeled, content_rules, names):
+        versions = dict(admitted)  # each own section kept, as it may be kept (its non-text blocks removed)
+        kept = list(versions.values())
         figures = _figures(kept, own, model)
         stated = sum(s["tokens"] for s in kept)
         # When accepting and rejecting a compactor's chain leave the same chain (it returned the prior
@@ -229,8 +250,9 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
             notes.append(f"{'its whole chain' if fake.compactor else 'its sections'} count {_spread(figures)} "
                          f"(stated {stated}) against a budget of {budget}: rejected whole")
             continue
-        accepted = Outcome(kept_as_is(base) + [Expected(s, (s["tokens"], model.count(s["content"])),
-                                                        relabel=id(s) in relabelled) for s in kept],
+        accepted = Outcome([Expected(s, (s["tokens"],)) if s not in own else
+                            Expected(versions[id(s)], (s["tokens"], model.count(s["content"])), id(s) in relabelled)
+                            for s in sections if s not in own or id(s) in versions],
                            list(needed), rewrite if fake.compactor and rewrite else None)
         judgment.outcomes.append(accepted)
         if rewrite and not fake.compactor:
@@ -254,27 +276,30 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
 
 
 def _ways_to_admit(own: list[dict], non_text: list[dict], unlabeled: list[dict], content_rules: list[Needed],
-                   names) -> list[tuple[list[dict], set[int], list[Needed]]]:
+                   names) -> list[tuple[list[tuple[int, dict]], set[int], list[Needed]]]:
     """Each reading of what a kernel may keep of a reply's own sections, the ones it may give a label of its
     own, and the reports it then owes: a section holding non-text blocks dropped, or only those blocks (and
     the section with them if nothing is left); an unlabeled one dropped, given a label, or kept as it is
     inside a boundary of the kernel's own (R-MISSING-LABEL)."""
     ways = []
+    spaces = [s for s in unlabeled if s["label"]]  # a label of only spaces: a label, or none
     for strip in ((False, True) if non_text else (False,)):
         for unlabeled_kept in (("dropped", "relabelled", "kept") if unlabeled else ("dropped",)):
-            for keep_emptied in ((False, True) if strip and any(not _stripped(s)["content"] for s in non_text)
-                                 else (False,)):
-                kept = []
-                for s in own:
-                    if s in non_text:
-                        if strip and (_stripped(s)["content"] or keep_emptied) and s["label"]:
-                            kept.append(_stripped(s))
-                    elif s not in unlabeled or unlabeled_kept != "dropped":
-                        kept.append(s)
-                relabelled = {id(s) for s in unlabeled} if unlabeled_kept == "relabelled" else set()
-                needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK", names=names(s))
-                                          for s in unlabeled if unlabeled_kept == "dropped"]
-                ways.append((kept, relabelled, needed))
+            for spaces_labelled in ((False, True) if spaces else (False,)):
+                for keep_emptied in ((False, True) if strip and any(not _stripped(s)["content"] for s in non_text)
+                                     else (False,)):
+                    none = [s for s in unlabeled if not (spaces_labelled and s in spaces)]
+                    kept = []   # (id of the section as returned, the section as kept)
+                    for s in own:
+                        if s in non_text:
+                            if strip and (_stripped(s)["content"] or keep_emptied) and s["label"]:
+                                kept.append((id(s), _stripped(s)))
+                        elif s not in none or unlabeled_kept != "dropped":
+                            kept.append((id(s), s))
+                    relabelled = {id(s) for s in none} if unlabeled_kept == "relabelled" else set()
+                    needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK", names=names(s))
+                                              for s in none if unlabeled_kept == "dropped"]
+                    ways.append((kept, relabelled, needed))
     return ways
 
 

@@ -67,8 +67,8 @@ class SessionStartOnly(ReferenceKernel):
 
 
 @mutant("K-PRIOR-SECTIONS")
-class CarriesChainAcrossTurns(ReferenceKernel):
-    """Starts each firing from the previous turn's final chain (examples.md's turn 4, read literally)."""
+class CarriesAnotherSessionsChain(ReferenceKernel):
+    """Starts each firing from the final chain of the last turn it assembled, whichever session that was."""
 
     def assemble(self, request, call):
         result = super().assemble(request, call)
@@ -76,7 +76,7 @@ class CarriesChainAcrossTurns(ReferenceKernel):
         return result
 
     def initial_chain(self, session):
-        return list(getattr(self, "_last", [])) if session.turns else []
+        return list(getattr(self, "_last", []))
 
 
 @mutant("K-SEQUENTIAL")

@@ -130,6 +130,46 @@ class FailsTurnOnUnsettledFailures(ReferenceKernel):
         raise TurnFailed(f"context-assemble stopped at {provider.name} ({failure.code}): {message}")
 
 
+@variant("starts each firing from the session's previous final chain (examples.md's turn 4); a provider may then "
+         "edit, replace or drop its own earlier sections where they stand", "R-FIRING-STARTS-EMPTY")
+class CarriesChainAcrossTurns(ReferenceKernel):
+    def assemble(self, request, call):
+        result = super().assemble(request, call)
+        if not result["turn_failed"]:
+            self.sessions[request["turn"]["session_id"]].last_chain = result["sections"]
+        return result
+
+    def initial_chain(self, session):
+        return list(getattr(session, "last_chain", []))
+
+    def in_scope(self, provider, chain, sections):
+        """Others' sections back untouched and in order; its own after them or where its own stood."""
+        def foreign_before(chain):
+            seen, counts = 0, []
+            for s in chain:
+                counts.append(seen)
+                seen += s["provider"] != provider.name
+            return counts
+        foreign = [s for s in chain if s["provider"] != provider.name]
+        if [s for s in sections if s["provider"] != provider.name] != foreign:
+            return False
+        slots = {len(foreign)} | {n for s, n in zip(chain, foreign_before(chain)) if s["provider"] == provider.name}
+        return all(n in slots for s, n in zip(sections, foreign_before(sections)) if s["provider"] == provider.name)
+
+    def own_part(self, provider, chain, sections):
+        return [s for s in sections if s["provider"] == provider.name]
+
+    def with_own(self, provider, chain, sections, own):
+        """Its sections it kept where they stand in the reply (own: those, recounted, in order)."""
+        own, chain = list(own), []
+        for s in sections:
+            if s["provider"] != provider.name:
+                chain.append(s)
+            elif own and {**s, "tokens": 0} == {**own[0], "tokens": 0}:
+                chain.append(own.pop(0))
+        return chain
+
+
 @variant("keeps an unlabelled section as it is, inside a boundary of its own", "R-MISSING-LABEL")
 class KeepsUnlabelledSections(ReferenceKernel):
     def admissible(self, provider, sections, diagnostics):
