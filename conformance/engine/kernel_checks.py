@@ -308,8 +308,11 @@ class TurnCheck:
             self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
         if pending:
             self.resolve(*pending, observed=self.result["sections"])
-        elif calls == [] and self.result["sections"]:
+        elif calls == [] and self.result["sections"] and not missing:
             self.add("K-PRIOR-SECTIONS", False, "sections appeared though no provider was called")
+        if calls == [] and missing:  # it never fired: what it answered is no assembled context to judge
+            self.state.history, self.state.last_totals = self.history, None
+            return self.findings
         self.check_prompt()
         self.check_history()
         if self.history is not self.start_history:

@@ -100,6 +100,45 @@ class HedgedFirstCall(ReferenceKernel):
             pass
 
 
+@mutant("K-FIRE-EACH-TURN")
+class AssemblesOncePerTurn(ReferenceKernel):
+    """Takes a second assemble of the same turn (its next model call) for a retry and answers it from memory."""
+
+    def assemble(self, request, call):
+        key = (request["turn"]["session_id"], request["turn"]["turn_id"])
+        memory = self.__dict__.setdefault("memory", {})
+        if key not in memory:
+            memory[key] = super().assemble(request, call)
+        return memory[key]
+
+    def load(self, request, call):
+        self.memory = {}
+        return super().load(request, call)
+
+
+@mutant("K-FIRE-EACH-TURN")
+class GivesUpOnFailingProviders(ReferenceKernel):
+    """Stops asking a provider that failed on three turns in a row, for the rest of the session."""
+
+    def providers_for_turn(self, session):
+        strikes = self.__dict__.setdefault("strikes", {})
+        return [p for p in super().providers_for_turn(session) if strikes.get((id(session), p.name), 0) < 3]
+
+    def on_failure(self, provider, failure):
+        session = self.__dict__.get("session_now")
+        strikes = self.__dict__.setdefault("strikes", {})
+        strikes[(id(session), provider.name)] = strikes.get((id(session), provider.name), 0) + 1
+        return super().on_failure(provider, failure)
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.session_now = session
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def load(self, request, call):
+        self.strikes = {}
+        return super().load(request, call)
+
+
 # --- config-load warnings -------------------------------------------------------------
 
 @mutant("KC-BUDGET-SUM-WARN")
@@ -221,6 +260,37 @@ class AssembledIncludesHistory(ReferenceKernel):
 
     def assembled_total(self, chain, session, model, call):
         return super().assembled_total(chain, session, model, call) + self.count_history(session, model, call)
+
+
+@mutant("K-TURN-FIELDS")
+class SessionsKeepTheirFirstDirectory(ReferenceKernel):
+    """Sends every turn of a session the working directory its first turn had."""
+
+    def turn_fields(self, turn):
+        first = self.__dict__.setdefault("directories", {}).setdefault(turn["session_id"], turn.get("working_directory", ""))
+        return {**super().turn_fields(turn), "working_directory": first}
+
+
+@mutant("K-HISTORY-TO-COMPACTOR")
+class HistoryWithoutMessageIds(ReferenceKernel):
+    """Keeps each message's role and content only: its id and who produced it are lost."""
+
+    def history_for(self, provider, history):
+        return [{"role": m["role"], "content": m["content"]} for m in super().history_for(provider, history)]
+
+
+@mutant("K-TOKEN-BUDGET")
+class BudgetsShareWhatHistoryLeaves(ReferenceKernel):
+    """Scales the caps down to what the ceiling leaves once the conversation is counted."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.room = self.effective_ceiling(model) - self.count_history(session, model, call)
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def token_budget(self, provider, model):
+        caps = sum(self.resolve_cap(p) for p in self.providers)
+        cap = self.resolve_cap(provider)
+        return cap if caps <= self.room else max(0, cap * max(self.room, 0) // caps)
 
 
 # --- token counting -------------------------------------------------------------------------
@@ -440,6 +510,20 @@ class AppliesAnyRewrite(ReferenceKernel):
         return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
 
 
+@mutant("K-APPLY-REWRITTEN-HISTORY")
+class FirstRewriteOfFiringOnly(ReferenceKernel):
+    """Applies the first rewritten_history of a firing and ignores any later compactor's."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.rewritten = False
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def apply_rewrite(self, session, history):
+        if not self.rewritten:
+            super().apply_rewrite(session, history)
+        self.rewritten = True
+
+
 # --- content rules ------------------------------------------------------------------------------------
 
 @mutant("K-NON-TEXT-REJECT")
@@ -517,6 +601,28 @@ class SanitizesMarkup(ReferenceKernel):
         content = [{"text": {"text": re.sub(r"<[^<>]*>", "", b["text"]["text"])}} if "text" in b else b
                    for b in section["content"]]
         return super().render_section({**section, "content": content})
+
+
+@mutant("K-PROMPT-BOUNDARIES")
+class RendersRepeatedSectionsOnce(ReferenceKernel):
+    """Leaves a section out of the prompt when one just like it was rendered already."""
+
+    def render(self, chain):
+        seen, kept = set(), []
+        for section in chain:
+            key = (section["label"], tokens.text_of(section["content"]))
+            if key not in seen:
+                seen.add(key)
+                kept.append(section)
+        return super().render(kept)
+
+
+@mutant("K-NO-KERNEL-CUT")
+class NormalizesLineEndings(ReferenceKernel):
+    """Turns Windows line endings into Unix ones when it renders the prompt."""
+
+    def render_section(self, section):
+        return super().render_section(section).replace("\r\n", "\n")
 
 
 # --- scope ---------------------------------------------------------------------------------------------
@@ -678,6 +784,15 @@ class FailsTurnWithoutReason(ReferenceKernel):
         if errors.category_of(failure.context_error) == "unknown":
             raise TurnFailed("")
         return super().on_failure(provider, failure)
+
+
+@mutant("K-ERR-UNKNOWN-RAW-MESSAGE")
+class ShortensLongErrorMessages(ReferenceKernel):
+    """Keeps the first 200 characters of a failure's message in its report."""
+
+    def on_failure(self, provider, failure):
+        diagnostic = super().on_failure(provider, failure)
+        return {**diagnostic, "message": diagnostic["message"][:200]} if diagnostic else diagnostic
 
 
 # --- caught only by the property tests (the golden vectors never reach these corners) ------
