@@ -206,10 +206,14 @@ def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
 
 def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> list[Finding]:
     """The count must come from the model's tokenizer when it has one, else from the formula; the exact
-    flag must say truthfully which of the two produced the count the kernel gave."""
+    flag must say truthfully which of the two produced the count the kernel gave. A model_ref naming only
+    the model's id may be resolved by the id or counted by the formula."""
     request, result = record.turn.input, record.result
     model = _counted_for(scenario, request)
     exact = bool(model and model.count_tokens)
+    if exact and not (request.get("model_ref") or {}).get("provider") and \
+            result["count"] == tokens.fallback_count(request["content"]) and result["exact"] is False:
+        exact = False
     want = tokens.count(request["content"], exact)
     requirement = "K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA"
     how = "the model's tokenizer" if exact else "the fallback formula"
@@ -221,8 +225,10 @@ def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> lis
 
 
 def _counted_for(scenario: KernelScenario, request: dict) -> Model | None:
+    """The declared model a CountTokens request names; none when it names another model provider."""
     ref = request.get("model_ref") or {}
-    return next((m for m in scenario.models if m.id == ref.get("id")), None)
+    model = next((m for m in scenario.models if m.id == ref.get("id")), None)
+    return model if model and ref.get("provider") in (None, "", model.provider) else None
 
 
 def exact_is_truthful(model: Model | None, content: list[dict], result: dict) -> bool:

@@ -371,6 +371,18 @@ class ModelIdAsProvider(ReferenceKernel):
         return {"provider": model["id"], "id": ""}
 
 
+@mutant("K-COUNT-RESOLUTION", also=["K-COUNT-FALLBACK-FORMULA", "K-COUNT-EXACT-FLAG"])
+class ResolvesModelRefById(ReferenceKernel):
+    """Looks a CountTokens model_ref up by the model's id alone, whatever model provider it names."""
+
+    def count_tokens(self, request, call):
+        ref = (request["request"].get("model_ref") or {})
+        model = self.models.get(ref.get("id", ""))
+        if model and model.get("count_tokens") and ref.get("provider") != model.get("provider"):
+            request = {**request, "request": {**request["request"], "model_ref": self.model_ref(model)}}
+        return super().count_tokens(request, call)
+
+
 @mutant("K-COUNT-EXACT-FLAG")
 class AlwaysExact(ReferenceKernel):
     """Says exact true even for fallback counts."""

@@ -93,8 +93,9 @@ class ReferenceKernel:
     def count_tokens(self, request: dict, call) -> dict:
         call = self.routed(call)
         counted = forms.normalize("CountTokensRequest", request["request"])
-        model = self.models.get((counted.get("model_ref") or {}).get("id", ""))
-        if model and model.get("count_tokens"):
+        ref = counted.get("model_ref") or {}
+        model = self.models.get(ref.get("id", ""))
+        if model and model.get("count_tokens") and ref.get("provider") in ("", model.get("provider", "")):
             exact = self.tokenizer_count(counted["content"], model, call)
             if exact is not None:
                 return {"count": exact, "exact": True}
