@@ -639,10 +639,11 @@ class NormalizesLineEndings(ReferenceKernel):
 
 # --- scope ---------------------------------------------------------------------------------------------
 
-@mutant("K-SCOPE-DISCARD")
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class CompletesDeltaReplies(ReferenceKernel):
     """Reads a reply that holds none of the prior sections as a delta, and puts the prior chain back in front
-    of it, where the reply is by definition the whole chain (R-PLACEMENT)."""
+    of it, where the reply is by definition the whole chain (R-PLACEMENT). Where it then drops the completed
+    reply for another reason (over budget), the chain is right but no scope violation is reported."""
 
     def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
         sections = reply["sections"]
