@@ -33,7 +33,7 @@ COVERS = frozenset({
     "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION", "K-ERR-INVALID-REQUEST-NO-RETRY",
     "K-ERR-INVALID-REQUEST-LOG", "K-ERR-UNKNOWN-RAW-MESSAGE", "K-NO-SILENT-FALLBACK",
     "K-TRANSFORM-ERROR-SURFACED", "K-TIMEOUT", "K-COUNT-FALLBACK-FORMULA", "K-COUNT-RESOLUTION",
-    "K-COUNT-EXACT-FLAG", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
+    "K-COUNT-EXACT-FLAG", "K-COUNT-NON-TEXT-ZERO", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
     "K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN", "K-PLUGIN-ENV",
 })
 
@@ -145,6 +145,21 @@ def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transc
         "diagnostics": result.get("diagnostics", []), "turn_failed": result.get("turn_failed"),
         "turn_error": result.get("error"), "history": result.get("history"), "prompt": result.get("prompt"),
     }
+
+
+def _strings_in(value) -> str:
+    """Every string inside a JSON value, joined with nothing: what counting a block's "text" would see."""
+    if isinstance(value, str):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return "".join(_strings_in(item) for item in items)
+
+
+def _non_text_as_text(history: list[dict], form) -> list[dict]:
+    """The conversation with each non-text block counted as if it were text (`form`: its JSON, or the strings
+    in it), as a kernel counting whatever it is given would (K-COUNT-NON-TEXT-ZERO)."""
+    return [{**m, "content": [b if tokens.is_text_only([b]) else {"text": {"text": form(b)}}
+                              for b in m.get("content", [])]} for m in history]
 
 
 def history_counts(history: list[dict], count) -> frozenset[int]:
@@ -442,6 +457,13 @@ class TurnCheck:
                                            for h in self.histories):
             self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is the fallback "
                      f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, figures))}",
+                     where)
+            return
+        if any(request["history_tokens"] in history_counts(_non_text_as_text(h, form), self.model.count)
+               for h in self.histories for form in (json.dumps, _strings_in)
+               if _non_text_as_text(h, form) != h):
+            self.add("K-COUNT-NON-TEXT-ZERO", False, f"history_tokens {request['history_tokens']} counts the "
+                     f"conversation's non-text blocks, which add nothing; it counts {' or '.join(map(str, figures))}",
                      where)
             return
         self.add("K-HISTORY-TOKENS", False, f"history_tokens {request['history_tokens']}, but the conversation counts "

@@ -320,13 +320,22 @@ class FloorNotCeiling(ReferenceKernel):
         return len(tokens.text_of(content).encode()) // 4
 
 
-@mutant("K-COUNT-NON-TEXT-ZERO", also=["K-COUNT-FALLBACK-FORMULA", "K-HISTORY-TOKENS"])
+@mutant("K-COUNT-NON-TEXT-ZERO", also=["K-COUNT-FALLBACK-FORMULA"])
 class CountsNonText(ReferenceKernel):
     """Adds the JSON size of non-text blocks to the fallback count."""
 
     def fallback(self, content):
         size = len(tokens.text_of(content).encode()) + sum(len(json.dumps(b)) for b in content if "text" not in b)
         return (size + 3) // 4
+
+
+@mutant("K-COUNT-NON-TEXT-ZERO")
+class CountsThinkingText(ReferenceKernel):
+    """Counts the text inside thinking and tool blocks into history_tokens, as if it were the model's input."""
+
+    def count_history(self, session, model, call):
+        inner = lambda b: b if "text" in b else {"text": {"text": "".join(_strings(b))}}
+        return self.count([inner(b) for m in session.history for b in m.get("content", [])], model, call)
 
 
 @mutant("K-COUNT-SINGLE-FORMULA", also=["K-COUNT-FALLBACK-FORMULA", "K-HISTORY-TOKENS"])
@@ -924,3 +933,10 @@ class CrashFailsTurn(ReferenceKernel):
             raise TurnFailed(f"provider {provider.name} went away")
         return super().on_failure(provider, failure)
 
+
+def _strings(value) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [s for item in items for s in _strings(item)]
