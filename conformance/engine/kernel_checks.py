@@ -33,7 +33,7 @@ COVERS = frozenset({
     "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION", "K-ERR-INVALID-REQUEST-NO-RETRY",
     "K-ERR-INVALID-REQUEST-LOG", "K-ERR-UNKNOWN-RAW-MESSAGE", "K-NO-SILENT-FALLBACK",
     "K-TRANSFORM-ERROR-SURFACED", "K-TIMEOUT", "K-COUNT-FALLBACK-FORMULA", "K-COUNT-RESOLUTION",
-    "K-COUNT-EXACT-FLAG", "K-COUNT-NON-TEXT-ZERO", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
+    "K-COUNT-EXACT-FLAG", "K-COUNT-NON-TEXT-ZERO", "KC-CONFIGURE", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
     "K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN", "K-PLUGIN-ENV",
 })
 
@@ -81,6 +81,29 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         findings += expectations.KERNEL.check(expect, observation(scenario, record, transcript), where)
     if transcript.plugins is not None:
         findings += check_plugins(transcript)
+    return findings + check_configured(scenario, transcript)
+
+
+def check_configured(scenario: KernelScenario, transcript: Transcript) -> list[Finding]:
+    """KC-CONFIGURE: each provider asked to contribute was configured first, with its declared config, after
+    the kernel learned its capabilities (protocol.md: the ConfigSchema comes before Configure is called)."""
+    calls = transcript.load_calls + [c for turn in transcript.turns for c in turn.calls]
+    findings = []
+    for fake in scenario.providers:
+        mine = [c for c in calls if c.provider == fake.name]
+        first = next((i for i, c in enumerate(mine) if c.call == "Contribute"), None)
+        if first is None:
+            continue  # never asked to contribute: nothing here to judge
+        before = mine[:first]
+        configure = next((i for i, c in enumerate(before) if c.call == "Configure"
+                          and (c.request.get("config") or {}) == fake.config), None)
+        capabilities = next((i for i, c in enumerate(before) if c.call == "GetCapabilities"), None)
+        problem = ("was never configured with its declared config before its first Contribute" if configure is None
+                   else "was configured before its capabilities were asked" if capabilities is None or
+                   capabilities > configure else "")
+        sent = [c.request.get("config") for c in before if c.call == "Configure"]
+        findings.append(Finding("KC-CONFIGURE", not problem, f"{fake.name} {problem} (declared {fake.config}, "
+                                f"sent {sent or 'no Configure'})", "load"))
     return findings
 
 

@@ -100,6 +100,23 @@ class HedgedFirstCall(ReferenceKernel):
             pass
 
 
+@mutant("KC-CONFIGURE")
+class NeverConfigures(ReferenceKernel):
+    """Asks each provider for its capabilities but never calls Configure."""
+
+    def start_providers(self, declared, call):
+        return [self.provider_from(entry, call("GetCapabilities", entry["name"], {})) for entry in declared]
+
+
+@mutant("KC-CONFIGURE")
+class ConfiguresEveryoneAlike(ReferenceKernel):
+    """Configures every provider with the first one's config."""
+
+    def start_providers(self, declared, call):
+        first = declared[0].get("config", {}) if declared else {}
+        return super().start_providers([{**entry, "config": first} for entry in declared], call)
+
+
 @mutant("K-FIRE-EACH-TURN")
 class AssemblesOncePerTurn(ReferenceKernel):
     """Takes a second assemble of the same turn (its next model call) for a retry and answers it from memory."""
