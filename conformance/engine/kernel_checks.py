@@ -348,7 +348,7 @@ class TurnCheck:
             # Stopped at a provider whose failure may not stop the turn: the rule that says so is what broke.
             self.add(pending[1].fail_blame, False, f"the chain stopped after {pending[0].provider}, which may not "
                      f"stop it ({pending[1].why}); never asked: {missing}", self.at(pending[0]))
-        elif not (missing and after_last and pending[1].may_fail_turn):
+        elif names and not (missing and after_last and pending[1].may_fail_turn):  # with none, nothing to ask
             self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
         if pending:
             self.resolve(*pending, observed=self.result["sections"])
