@@ -1,13 +1,14 @@
 """Machine-made mutation analysis of the bundled reference implementations.
 
     python -m conformance.proofs.mutation [--target kernel|filereader|compactor|provider_base|plugin_host|all]...
-                                          [--report-dir DIR] [--jobs N] [--resume] [--report-only]
+                                          [--report-dir DIR] [--jobs N] [--resume] [--report-only] [--only ID]
 
 The hand-written mutants (kernel_mutants.py, provider_mutants.py) prove that the
 suite catches the bugs somebody thought of. This proves the other half: every
 small change a tool can make to a reference is certified by ctxconf, and each
 one the suite still certifies is a survivor a maintainer must explain
 (docs/mutation/survivors.yaml): `equivalent`, a spec `freedom`, or an `escape`.
+mutation_report.py writes docs/mutation/report.{md,json} from a run and that file.
 
 Why cosmic-ray, and used as a library. Its operators are parso-based, exact
 and deterministic: a mutant is (file, operator, occurrence), so it can be
@@ -15,15 +16,15 @@ rebuilt at will, and its comparison, arithmetic, unary, boolean, and/or,
 number, break/continue, exception, decorator and zero-iteration operators are
 the standard set. mutmut 3 needs a pytest suite driving the code (it
 trampolines functions and records which tests reach them); our "test" is a
-certification command, and its operators are not separable by name. We do not
-use `cosmic-ray exec` itself: it writes each mutant over the file in the work
-tree and runs one test command serially, and reads nothing but its exit
-status. We need a mutant certified by one to three ctxconf runs depending on
-its role, classified from the JSON report (a SHOULD warning is not a kill),
-two mutants at a time without a second checkout, and a tree that is never
-left mutated. So cosmic-ray builds the mutated source (`mutate_code`) and a
-child process imports that source in place of the module (see `_child`),
-leaving the file on disk untouched.
+certification command, and its operators cannot be chosen one by one. We do
+not use `cosmic-ray exec` itself: it writes each mutant over the file in the
+work tree, runs one test command serially, and reads nothing but its exit
+status. A mutant here needs one to four ctxconf runs depending on its role,
+is classified from the JSON report (a SHOULD warning is not a kill), several
+run at once without a second checkout, and the tree must never be left
+mutated. So cosmic-ray builds the mutated source (`mutate_code`) and a child
+process executes that source in place of the module (see `_child`), leaving
+the file on disk untouched.
 
 Three operators cosmic-ray lacks are ours, built on its `Operator` class:
 DeleteStatement (a simple statement becomes `pass`; not docstrings, which do
@@ -33,20 +34,27 @@ ReplaceCodeString (a string literal that reads as a code or a name, such as a
 category, a wire field or an enum, gets a suffix; prose messages are left
 alone: the spec leaves their text free). cosmic-ray's VariableReplacer and
 VariableInserter are left out: they draw random names, so their mutants are
-not reproducible and would break the stable ids.
+not reproducible and would break the stable ids. Nothing inside a type
+annotation is mutated (they are never evaluated, see `_in_annotation`), and a
+mutation that does not compile is reported as such, not tried.
 
 Every mutant is tried (no sampling), against its role, cheapest check first:
 the golden vectors (`--no-properties`), and the full `--profile ci`
 certification only if they pass. provider_base.py mutants face both
 providers. plugin_host.py mutants run with `--launch-plugins`, which costs
 ~80 s a certification and 33 s for the golden vectors alone (measured on an
-idle machine; 1,400 mutants at that price would take a day): they face the
+idle machine; ~140 mutants at that price would take hours): they face the
 vectors under kernel/plugins/ (handshake, callback channel, a plugin crashing;
 1.4 s), then those under kernel/errors/ and kernel/counting/ (every failure a
 plugin's gRPC status maps to, the Contribute deadline, CountTokens over the
 callback channel; ~30 s, mostly waiting out deadlines). The other vectors and
 the generated scenarios relay through the same route() those exercise, and
-would only repeat them at a minute apiece.
+would only repeat them at a minute apiece. The kernel.py lines that glue the
+plugin mode in face those two stages as well (PLUGIN_GLUE).
+
+Children run under `nice -n 10` (the machine is shared), in their own process
+group with a memory cap, and are killed at a timeout (4x the unmutated run, at
+least 30 s): an infinite loop is "timed out", not a stall.
 """
 
 from __future__ import annotations
@@ -94,10 +102,12 @@ PLUGINS = ["kernel", "--launch-plugins"]
 
 @dataclass(frozen=True)
 class Stage:
-    """One ctxconf run. `full` runs have a verdict, which must be conformant."""
+    """One ctxconf run. `full` runs have a verdict, which must be conformant. A stage with `when`
+    applies only to the mutants whose "function: source line" matches it."""
     role: str
     args: tuple[str, ...]
     full: bool
+    when: str = ""
 
 
 def golden(role: str, base: list[str]) -> Stage:
@@ -108,23 +118,30 @@ def certified(role: str, base: list[str]) -> Stage:
     return Stage(role, (*base, "--profile", "ci"), True)
 
 
-# Target -> (file, module, stages in order). A mutant stops at the first stage that kills it.
+# kernel.py also holds the glue of the plugin-launching mode (load and stop close and launch the fleet,
+# every op routes its calls through it), which only --launch-plugins exercises: a mutant of a line that
+# touches it, or of a function of it, faces the plugin stages too, and only those, at ~40 s a mutant.
+PLUGIN_GLUE = r"(?i)plugin|fleet|routed|upstream|command|hook_timeout"  # matched against "function: line"
+PLUGIN_STAGES = (Stage("plugins", (*PLUGINS, "-k", "kernel/plugins/"), False),
+                 Stage("plugins", (*PLUGINS, "-k", "kernel/errors/", "-k", "kernel/counting/"), False))
+
+# Target -> (file, stages in order). A mutant stops at the first stage that kills it.
 TARGETS: dict[str, tuple[str, tuple[Stage, ...]]] = {
-    "kernel": ("kernel.py", (golden("kernel", KERNEL), certified("kernel", KERNEL))),
+    "kernel": ("kernel.py", (golden("kernel", KERNEL), certified("kernel", KERNEL),
+                             *(Stage(s.role, s.args, s.full, PLUGIN_GLUE) for s in PLUGIN_STAGES))),
     "filereader": ("filereader.py", (golden("filereader", FILEREADER), certified("filereader", FILEREADER))),
     "compactor": ("compactor.py", (golden("compactor", COMPACTOR), certified("compactor", COMPACTOR))),
     "provider_base": ("provider_base.py", (golden("filereader", FILEREADER), golden("compactor", COMPACTOR),
                                            certified("filereader", FILEREADER), certified("compactor", COMPACTOR))),
-    "plugin_host": ("plugin_host.py", (Stage("plugins", (*PLUGINS, "-k", "kernel/plugins/"), False),
-                                       Stage("plugins", (*PLUGINS, "-k", "kernel/errors/", "-k", "kernel/counting/"),
-                                             False))),
+    "plugin_host": ("plugin_host.py", PLUGIN_STAGES),
 }
 
 
 # --- operators of our own -----------------------------------------------------------------
 
-def _is_docstring(node) -> bool:
-    return node.type == "string" or (node.type == "strings")
+def _is_bare_string(node) -> bool:
+    """A statement that is only a string literal: a docstring, which does nothing."""
+    return node.type in ("string", "strings")
 
 
 class DeleteStatement(Operator):
@@ -135,7 +152,7 @@ class DeleteStatement(Operator):
     def mutation_positions(self, node):
         if node.type == "simple_stmt":
             first = node.children[0]
-            if not _is_docstring(first) and first.type not in self.SKIPPED and first.get_code().strip() != "pass":
+            if not _is_bare_string(first) and first.type not in self.SKIPPED and first.get_code().strip() != "pass":
                 yield (node.start_pos, node.end_pos)
 
     def mutate(self, node, index):
@@ -235,6 +252,7 @@ class Mutant:
     operator: str
     occurrence: int  # cosmic-ray's, over the whole file, for rebuilding the mutant
     source_line: str
+    function: str = ""  # the innermost def the line belongs to (its decorators included)
     diff: str = ""
     code: str = field(repr=False, default="")
 
@@ -291,6 +309,11 @@ def mutants_of(target: str, ops: dict[str, Operator]) -> list[Mutant]:
     found: list[Mutant] = []
     per_line: dict[tuple[int, str], int] = {}
     nodes = list(ast_nodes(get_ast(source)))
+    function_of: dict[int, str] = {}
+    for node in nodes:  # preorder, so an inner def overwrites the lines of the one around it
+        if node.type == "funcdef":
+            start = node.parent.start_pos[0] if node.parent.type == "decorated" else node.start_pos[0]
+            function_of.update({n: node.name.value for n in range(start, node.end_pos[0] + 1)})
     for name, op in ops.items():
         occurrence = 0
         for node in nodes:
@@ -301,7 +324,7 @@ def mutants_of(target: str, ops: dict[str, Operator]) -> list[Mutant]:
                 k = per_line.get((line, name), 0)
                 per_line[(line, name)] = k + 1
                 found.append(Mutant(f"{file}:{line}:{name}#{k}", target, file, line, name, occurrence - 1,
-                                    lines[line - 1].strip()))
+                                    lines[line - 1].strip(), function_of.get(line, "")))
     return sorted(found, key=lambda m: (m.line, m.operator, m.id))
 
 
@@ -416,7 +439,7 @@ class Runner:
         code_path = work / "mutant.py"
         code_path.write_text(mutant.code, encoding="utf-8")
         total, warned = 0.0, set()
-        for stage in TARGETS[mutant.target][1]:
+        for stage in stages_for(mutant):
             outcome = verdict_of(stage, run_stage(stage, module, code_path, work / "run", self.timeout(stage)),
                                  self.baseline_of(stage)[0])
             total += outcome.seconds
@@ -428,7 +451,7 @@ class Runner:
 
     def run(self, mutants: list[Mutant], done: dict[str, dict], log: Path) -> dict[str, dict]:
         """Every mutant not already in `done` (a resumed run), two at a time; each result appended to `log`."""
-        todo = [m for m in mutants if m.id not in done or done[m.id].get("hash") != _hash(m)]
+        todo = [m for m in mutants if not _still_valid(done.get(m.id), m)]
         slots = list(range(self.jobs))
         started, finished = time.monotonic(), 0
 
@@ -451,6 +474,24 @@ class Runner:
         return done
 
 
+def stages_for(mutant: Mutant) -> list[Stage]:
+    where = f"{mutant.function}: {mutant.source_line}"
+    return [s for s in TARGETS[mutant.target][1] if not s.when or re.search(s.when, where)]
+
+
+def _signature(mutant: Mutant) -> list[str]:
+    return [" ".join(s.args) for s in stages_for(mutant)]
+
+
+def _still_valid(record: dict | None, mutant: Mutant) -> bool:
+    """Whether a resumed run may keep a result: the same mutant of the same file, and either dead (a stage
+    added later cannot revive it) or taken through the stages it faces now."""
+    if record is None or record.get("hash") != _hash(mutant):
+        return False
+    faced = record.get("stages", [" ".join(s.args) for s in TARGETS[mutant.target][1] if not s.when])
+    return record["status"] in ("killed", "timed-out", "incompetent", "uncompilable") or faced == _signature(mutant)
+
+
 def _hash(mutant: Mutant) -> str:
     """What a resumed run's result was for: this mutant of this version of the file."""
     source = (REFERENCE / mutant.file).read_bytes()
@@ -460,7 +501,7 @@ def _hash(mutant: Mutant) -> str:
 def result_record(mutant: Mutant, outcome: Outcome) -> dict:
     record = {k: v for k, v in asdict(mutant).items() if k != "code"}
     return record | {"status": outcome.status, "by": outcome.by[:4], "stage": outcome.stage,
-                     "seconds": round(outcome.seconds, 2), "hash": _hash(mutant)}
+                     "seconds": round(outcome.seconds, 2), "hash": _hash(mutant), "stages": _signature(mutant)}
 
 
 # --- the child: a ctxconf run with the mutated module in place ---------------------------------------
@@ -538,8 +579,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     mutation_report.write(args.report_dir, {"targets": targets, "results": results, "wall_seconds": round(wall),
                                             "command": "python -m conformance.proofs.mutation " + " ".join(argv),
-                                            "stages": {t: [" ".join(s.args) for s in TARGETS[t][1]]
-                                                       for t in targets}})
+                                            "stages": {t: [" ".join(s.args).replace(f"{REPO}/", "") + (f"  (lines matching {s.when})"
+                                                                                      if s.when else "")
+                                                           for s in TARGETS[t][1]] for t in targets}})
     return 0
 
 
