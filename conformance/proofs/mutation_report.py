@@ -13,6 +13,7 @@ survives, or whose source line changed, is listed as stale.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import defaultdict
@@ -35,6 +36,12 @@ def classifications(report_dir: Path) -> dict[str, dict]:
     return {key: entry for key, entry in entries.items() if not key.startswith("_")}  # _shared: the anchors
 
 
+@functools.cache
+def _catalog() -> frozenset[str]:
+    from conformance import catalog
+    return frozenset(catalog.load().requirements)
+
+
 def _problem(entry: dict | None, mutant: dict) -> str | None:
     """Why a classification cannot be used as it stands, or None."""
     if entry is None:
@@ -45,6 +52,8 @@ def _problem(entry: dict | None, mutant: dict) -> str | None:
     missing = [key for key in REQUIRED[kind] if not entry.get(key)]
     if missing:
         return f"{kind} without {', '.join(missing)}"
+    if kind == "escape" and entry["requirement"] != "missing requirement" and entry["requirement"] not in _catalog():
+        return f"escape names {entry['requirement']!r}, which is not in conformance/requirements.yaml"
     if entry.get("source") and entry["source"] != mutant["source_line"]:
         return "stale: the source line changed since it was classified"
     return None
