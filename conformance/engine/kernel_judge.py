@@ -143,6 +143,11 @@ def judge_failure(provider: str, prior: list[dict], error: dict, model: Model, c
                                               error.get("message"))) if m)
         needed = Needed("unknown", "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
         why, contains = "an unknown failure is reported with the provider's own message", raw
+    elif error.get("message"):
+        # No category: "anything else" in the taxonomy, whose report carries the plugin's own words (R-RAW-MESSAGE).
+        raw = (error["message"],)
+        needed = Needed(None, "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
+        why, contains = f"a failure without a ContextError ({error.get('code')}) is reported with its message", raw
     else:
         needed = Needed(None, "K-NO-SILENT-FALLBACK")
         why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ()

@@ -826,6 +826,16 @@ class FailsTurnWithoutReason(ReferenceKernel):
 
 
 @mutant("K-ERR-UNKNOWN-RAW-MESSAGE")
+class BareFailureWithoutMessage(ReferenceKernel):
+    """Reports a failure that carries no ContextError by its status code alone, its message left out."""
+
+    def on_failure(self, provider, failure):
+        if failure.context_error:
+            return super().on_failure(provider, failure)
+        return self.diagnostic(provider, "unknown", f"Contribute failed ({failure.code})", kind="provider_failed")
+
+
+@mutant("K-ERR-UNKNOWN-RAW-MESSAGE")
 class ShortensLongErrorMessages(ReferenceKernel):
     """Keeps the first 200 characters of a failure's message in its report."""
 
