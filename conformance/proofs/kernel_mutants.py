@@ -212,6 +212,14 @@ class IgnoresOverride(ReferenceKernel):
 
 
 @mutant("K-TOKEN-BUDGET")
+class InventsAMissingDefault(ReferenceKernel):
+    """Hands a provider that declared no default budget one of its own choosing."""
+
+    def resolve_cap(self, provider):
+        return super().resolve_cap(provider) or 1000
+
+
+@mutant("K-TOKEN-BUDGET")
 class ReservesHeadroom(ReferenceKernel):
     """Keeps a tenth of every cap back for safety, whatever the model (R-BUDGET-SMALLER-MODEL allows less only
     where a smaller model is in play or the caps do not fit)."""
@@ -664,6 +672,25 @@ class NormalizesLineEndings(ReferenceKernel):
 
 
 # --- scope ---------------------------------------------------------------------------------------------
+
+@mutant("K-SCOPE-DISCARD")
+class LetsProvidersSignForLaterOnes(ReferenceKernel):
+    """Takes sections a provider signs with the name of a provider declared after it for its own."""
+
+    def in_scope(self, provider, chain, sections):
+        later = {p.name for p in self.providers[[p.name for p in self.providers].index(provider.name):]}
+        n = len(chain)
+        return sections[:n] == chain and all(s["provider"] in later for s in sections[n:])
+
+
+@mutant("K-PRIOR-SECTIONS")
+class ForeignRewriteWipesTheChain(ReferenceKernel):
+    """Throws the whole chain away, not just the reply, when a non-compactor returns rewritten_history."""
+
+    def on_foreign_rewrite(self, provider, chain, reply, session, diagnostics):
+        super().on_foreign_rewrite(provider, chain, reply, session, diagnostics)
+        return []
+
 
 @mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class CompletesDeltaReplies(ReferenceKernel):
