@@ -362,18 +362,18 @@ class SilentWhenSourceVanishes(FileReader):
         try:
             return super().read()
         except CallFailed:
-            return ""
+            return self.stand_in()
+
+    def stand_in(self) -> str:
+        return ""
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
-class PlaceholderWhenSourceVanishes(FileReader):
+class PlaceholderWhenSourceVanishes(SilentWhenSourceVanishes):
     """Contributes a note of its own, without an error, when its file has gone."""
 
-    def read(self):
-        try:
-            return super().read()
-        except CallFailed:
-            return f"({self.label} could not be read.)"
+    def stand_in(self) -> str:
+        return f"({self.label} could not be read.)"
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
