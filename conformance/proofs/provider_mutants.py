@@ -304,7 +304,7 @@ class EstimatesAtSmallBudgets(FileReader):
         return super().own_section(text, budget, count if budget >= 50 else estimate)
 
 
-@mutant("P-TOKENS-COUNTTOKENS")
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
 class EstimatesWhenCountTokensFails(FileReader):
     """Falls back to a bytes/4 estimate of its own when the kernel's CountTokens fails."""
 
