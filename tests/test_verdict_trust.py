@@ -62,7 +62,7 @@ def test_an_error_info_instead_of_a_context_error_fails_only_the_detail(binding,
                   "P-CONFIGURE-REJECT"):
         assert status[right] == "pass", right
     vanished = next(r for r in results if r.id == "provider/errors/source-deleted-mid-session")
-    assert any(f.requirement == "P-SOURCE-UNAVAILABLE" and f.passed and f.where.startswith("step 6")
+    assert any(f.requirement == "P-SOURCE-UNAVAILABLE" and f.passed and f.where.startswith("step 7")
                for f in vanished.findings), "the steps after a failed one still run and are judged"
 
 

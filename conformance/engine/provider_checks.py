@@ -3,6 +3,7 @@ the vector's explicit expectations. Each finding cites one requirement."""
 
 from __future__ import annotations
 
+import re
 from enum import Enum, auto
 
 from conformance.engine.expectations import Language, NotEvaluable
@@ -22,6 +23,7 @@ COVERS = frozenset({
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
 STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
+CUT_MARK = re.compile(r"\s*(…|\.\.\.|\[\.\.\.\])$")  # what a provider may put where it cut its text
 
 
 def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Finding]:
@@ -64,6 +66,10 @@ class Checker:
         self.compactor = bool(self.capabilities.get("compactor"))
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
+        # R-EAGER-SOURCE: what it last served while its source could be read, and whether it has said the
+        # source was unavailable (which shows it reads the source when called).
+        self.served: list[dict] | None = None
+        self.said_unavailable = False
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
@@ -78,6 +84,16 @@ class Checker:
         elif record.result is not None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
         self.findings += expectations(record, self, where)
+        self.remember(record)
+
+    def remember(self, record: StepRecord) -> None:
+        """What later steps of the case are judged against (R-EAGER-SOURCE)."""
+        if record.step.kind != "contribute":
+            return
+        if record.failure is not None:
+            self.said_unavailable |= _claimed(record.failure) == "source_unavailable"
+        elif record.result is not None and record.source_text is not None:
+            self.served = own_sections(record, self.compactor)
 
     @property
     def answer_checks(self) -> dict:
@@ -161,17 +177,12 @@ class Checker:
                  "prefix (changed, dropped, reordered or preceded by its own)", where)
 
     def check_tokens(self, own: list[dict], record: StepRecord, where: str) -> None:
-        counted = {tokens.text_of(c.request["content"]) for c in record.counts if c.count is not None}
-        counted_blocks = {block["text"]["text"] for c in record.counts if c.count is not None
-                          for block in c.request["content"] if "text" in block}
         for section in own:
-            figure, truth = section["tokens"], tokens.suite_tokenizer_count(section["content"])
-            text = tokens.text_of(section["content"])
-            asked = not text or text in counted or all(
-                b["text"]["text"] in counted_blocks for b in section["content"] if "text" in b)
-            self.add("P-TOKENS-COUNTTOKENS", figure == truth and asked,
-                     f"section {section['label']!r} says tokens {figure}; CountTokens gives {truth}"
-                     + ("" if asked else ", and the provider never asked CountTokens about this content"), where)
+            try:
+                problems = figure_problems(section, record.counts)
+            except NotEvaluable:
+                continue  # the kernel's figure, not asked for in this firing: kept from an earlier answer (R-KEPT-COUNTS)
+            self.add("P-TOKENS-COUNTTOKENS", not problems, "; ".join(problems), where)
 
     def check_history_rewrite(self, request: dict, reply: dict, where: str) -> None:
         if reply["rewritten_history"]:
@@ -204,15 +215,29 @@ class Checker:
 
 def _truncation_problems(own: list[dict], source: str | None) -> list[str]:
     """R-TRUNCATED-UNIT, whitespace aside: sections that together hold the whole source say nothing
-    was cut; a section that ends or starts inside a line of the source says it was cut; one made of
-    whole lines may say either, since only the provider knows whether its unit is the file or a part."""
-    lines = [" ".join(line.split()) for line in (source or "").splitlines() if line.strip()]
-    texts = [" ".join(" ".join(tokens.texts_of(s["content"])).split()) for s in own]
+    was cut; a section that is one verbatim run of the source starting or ending inside a line says
+    it was cut. Anything else may say either: whole lines (only the provider knows whether its unit is
+    the file or a part), a selection of lines from several places, or words of its own (a summary)."""
+    lines = [_flat(line) for line in (source or "").splitlines() if line.strip()]
+    texts = [_flat(" ".join(tokens.texts_of(s["content"]))) for s in own]
     if own and " ".join(texts) == " ".join(lines):
         return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
                 for s in own if s["truncated"]]
-    return [f"section {s['label']!r} is cut inside a line of its source, but says truncated false"
-            for s, text in zip(own, texts) if not s["truncated"] and not _whole_lines(text, lines)]
+    return [f"section {s['label']!r} is a piece of its source cut inside a line, but says truncated false"
+            for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, lines)]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut_inside_a_line(text: str, lines: list[str]) -> bool:
+    """Whether text, with any mark of a cut at its end taken off, is one verbatim run of the source that
+    does not begin and end at line boundaries."""
+    if not text or _whole_lines(text, lines):
+        return False
+    joined = " ".join(lines)
+    return any(piece and piece in joined for piece in (text, CUT_MARK.sub("", text)))
 
 
 def _whole_lines(text: str, lines: list[str]) -> bool:
@@ -228,6 +253,28 @@ def _whole_lines(text: str, lines: list[str]) -> bool:
             return True
         found = joined.find(text, found + 1)
     return False
+
+
+def figure_problems(section: dict, counts: list) -> list[str]:
+    """R-KEPT-COUNTS: a figure that is not the kernel's count of the section's content is a problem; a right
+    one passes when this firing asked CountTokens about that content, and is not evaluable otherwise (kept
+    from an earlier answer, or estimated: nothing shows which)."""
+    figure, truth = section["tokens"], tokens.suite_tokenizer_count(section["content"])
+    if figure != truth:
+        return [f"section {section['label']!r} says {figure} tokens, CountTokens gives {truth}"]
+    if not _asked(section, counts):
+        raise NotEvaluable
+    return []
+
+
+def _asked(section: dict, counts: list) -> bool:
+    """Whether CountTokens answered about exactly this content in the firing: the whole text in one call,
+    or each block in some call. A section with no text needs no call (R-UNSERVABLE-REQUEST)."""
+    answered = [c for c in counts if c.count is not None]
+    counted = {tokens.text_of(c.request["content"]) for c in answered}
+    blocks = {b["text"]["text"] for c in answered for b in c.request["content"] if "text" in b}
+    text = tokens.text_of(section["content"])
+    return not text or text in counted or all(b["text"]["text"] in blocks for b in section["content"] if "text" in b)
 
 
 def history_problems(request: dict, reply: dict) -> list[str]:
@@ -343,6 +390,40 @@ def _fails(want: dict, seen: dict, checker: Checker) -> list[str]:
     return []
 
 
+def _vanished_source(want, seen: dict, checker: Checker) -> list[str]:
+    """R-EAGER-SOURCE, a firing after its source went away: a reader that reads it now says
+    source_unavailable; one that serves what it read earlier returns exactly what it served before,
+    which shows nothing of how it reports an unreadable source (not evaluable)."""
+    failure = seen["failure"]
+    if failure is not None:
+        category = _claimed(failure)
+        if category is None:
+            raise NotEvaluable  # it failed without naming a category: P-ERROR-CATEGORIZED's business
+        return [] if category == "source_unavailable" else [
+            f"its source is gone, and it failed as {category} ({failure['code']}), not source_unavailable"]
+    if "own" not in seen:
+        return ["nothing observed: the step is not a contribute call"]
+    if checker.served is None:
+        raise NotEvaluable  # it never served anything to compare with while the source was there
+    if seen["own"] == checker.served:
+        raise NotEvaluable  # what it served before, unchanged: an eager reader's answer
+    return [f"its source is gone, yet it neither failed with source_unavailable nor served what it served "
+            f"before: {len(seen['own'])} own section(s) instead of the {len(checker.served)} it served then"]
+
+
+def _restored_source(want, seen: dict, checker: Checker) -> list[str]:
+    """R-EAGER-SOURCE, a firing after its source came back: it is readable, so it is not reported
+    unavailable. Succeeding shows that only for a reader that said it was unavailable while it was gone."""
+    failure = seen["failure"]
+    if failure is not None:
+        if _claimed(failure) != "source_unavailable":
+            raise NotEvaluable  # another failure: its form is judged by the taxonomy's requirements
+        return ["its source is readable again, yet it failed as source_unavailable"]
+    if not checker.said_unavailable:
+        raise NotEvaluable  # it never read its source at call time in this case: nothing to recover from
+    return []
+
+
 def _reply(judge):
     """An assertion about a successful reply: not evaluable when the call failed."""
     def check(want, seen: dict, checker: Checker) -> list[str]:
@@ -386,7 +467,21 @@ def _wrote(judge):
 
 def _each_own(judge):
     """judge(want, section, checker) for every section the provider wrote."""
-    return _wrote(lambda want, seen, checker: [p for s in seen["own"] for p in judge(want, s, checker)])
+    return _wrote(lambda want, seen, checker: _each_judged(seen["own"], lambda s: judge(want, s, checker)))
+
+
+def _each_judged(sections: list[dict], judge) -> list[str]:
+    """The problems judge(section) finds, over the sections it can judge; not evaluable when it can judge none."""
+    problems, judged = [], False
+    for section in sections:
+        try:
+            problems += judge(section)
+            judged = True
+        except NotEvaluable:
+            pass
+    if not judged:
+        raise NotEvaluable
+    return problems
 
 
 def _not_yet() -> list[str]:
@@ -424,6 +519,11 @@ PROVIDER = Language({
         "max", len(seen["own"])) else [f"{len(seen['own'])} own section(s), expected {want}"]),
     "own_text_contains": _own(lambda want, seen, checker: [f"its text lacks {t!r}" for t in want
                                                            if t not in seen["own_text"]]),
+    "contributes": _own(lambda want, seen, checker: [] if seen["own_text"].strip() else
+                        [f"it contributed no text of its own ({len(seen['own'])} own section(s))"
+                         + (": the call failed" if seen["failed"] else "")]),
+    "vanished_source": _vanished_source,
+    "restored_source": _restored_source,
     "within_budget": _fits("own", "its sections"),
     "chain_fits": _fits("chain", "the chain"),
     # what only a reply has
@@ -432,12 +532,11 @@ PROVIDER = Language({
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] is not Placement.MOVED else
                               ["the prior sections are not an untouched prefix"]),
     "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"])),
-    "own_text_excludes": _reply(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
+    "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote
-    "tokens_counted": _each_own(lambda want, s, checker: [] if s["tokens"] == tokens.suite_tokenizer_count(
-        s["content"]) else [f"section {s['label']!r} says {s['tokens']} tokens, CountTokens gives "
-                            f"{tokens.suite_tokenizer_count(s['content'])}"]),
+    "tokens_counted": _wrote(lambda want, seen, checker: _each_judged(
+        seen["own"], lambda s: figure_problems(s, seen["counts"]))),
     "own_named": _each_own(lambda want, s, checker: [] if s["provider"] == checker.manifest.name else
                            [f"section {s['label']!r} is named {s['provider']!r}"]),
     "own_labelled": _each_own(lambda want, s, checker: [] if s["label"] else
