@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from conformance.engine.matching import in_place
 from conformance.engine.scenario import FakeProvider, Model
 from conformance.wire import errors, tokens
 
@@ -165,26 +166,6 @@ def judge_crash(provider: str, prior: list[dict], model: Model) -> Judgment:
 
 
 # --- replies -----------------------------------------------------------------------
-
-def in_place(provider: str, prior: list[dict], sections: list[dict]) -> bool:
-    """R-PLACEMENT: every other provider's section of the prior chain back untouched and in order, the
-    provider's own sections after them. A kernel carrying the chain from turn to turn hands a provider its own
-    earlier sections (R-FIRING-STARTS-EMPTY): it may edit, replace or drop those where they stand."""
-    foreign = [s for s in prior if s["provider"] != provider]
-    if [s for s in sections if s["provider"] != provider] != foreign:
-        return False
-    return {_foreign_before(sections, provider)[i] for i, s in enumerate(sections) if s["provider"] == provider} <= \
-        {len(foreign)} | {_foreign_before(prior, provider)[i] for i, s in enumerate(prior) if s["provider"] == provider}
-
-
-def _foreign_before(chain: list[dict], provider: str) -> list[int]:
-    """For each place in the chain, how many sections of other providers come before it."""
-    counts, seen = [], 0
-    for section in chain:
-        counts.append(seen)
-        seen += section["provider"] != provider
-    return counts
-
 
 def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int, model: Model) -> Judgment:
     sections, rewrite = reply.get("sections", []), reply.get("rewritten_history", [])

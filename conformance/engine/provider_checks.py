@@ -7,7 +7,7 @@ import re
 from enum import Enum, auto
 
 from conformance.engine.expectations import Language, NotEvaluable
-from conformance.engine.matching import match
+from conformance.engine.matching import in_place, match
 from conformance.engine.provider_driver import ProviderTranscript, StepRecord
 from conformance.engine.results import Finding
 from conformance.manifest import Manifest
@@ -34,11 +34,15 @@ def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Findi
     return checker.findings
 
 
-def own_sections(record: StepRecord, compactor: bool = False) -> list[dict]:
+def own_sections(record: StepRecord, compactor: bool = False, name: str = "") -> list[dict]:
     """What the provider itself wrote. When the prior sections still sit in
     their places (edited or not), it is what follows them; otherwise, and for
-    a compactor, everything that is not a prior section as sent."""
+    a compactor, everything that is not a prior section as sent. Handed
+    sections under its own name (a kernel carrying the chain across turns),
+    every section under its name is its own (R-PLACEMENT)."""
     prior, sections = record.request["prior_sections"], record.result["sections"]
+    if not compactor and _handed_its_own(prior, name) and in_place(name, prior, sections):
+        return [s for s in sections if s["provider"] == name]
     slots = [(s["provider"], s["label"]) for s in sections[:len(prior)]]
     if not compactor and slots == [(p["provider"], p["label"]) for p in prior]:
         return sections[len(prior):]
@@ -52,8 +56,12 @@ class Placement(Enum):
     MOVED = auto()    # changed some other way
 
 
-def placement(prior: list[dict], sections: list[dict]) -> Placement:
-    if sections[:len(prior)] == prior:
+def _handed_its_own(prior: list[dict], name: str) -> bool:
+    return bool(name) and any(p["provider"] == name for p in prior)
+
+
+def placement(prior: list[dict], sections: list[dict], name: str = "") -> Placement:
+    if sections[:len(prior)] == prior or (_handed_its_own(prior, name) and in_place(name, prior, sections)):
         return Placement.PREFIX
     keys = {(s["provider"], s["label"]) for s in sections}
     return Placement.DELTA if not any((p["provider"], p["label"]) in keys for p in prior) else Placement.MOVED
@@ -93,7 +101,7 @@ class Checker:
         if record.failure is not None:
             self.said_unavailable |= _claimed(record.failure) == "source_unavailable"
         elif record.result is not None and record.source_text is not None:
-            self.served = own_sections(record, self.compactor)
+            self.served = own_sections(record, self.compactor, self.manifest.name)
 
     @property
     def answer_checks(self) -> dict:
@@ -141,7 +149,7 @@ class Checker:
         no section of its own) gives no finding rather than a pass it did not earn."""
         request, reply = record.request, record.result
         prior, sections, budget = request["prior_sections"], reply["sections"], request["token_budget"]
-        own = own_sections(record, self.compactor)
+        own = own_sections(record, self.compactor, self.manifest.name)
         written = sections if self.compactor else own
         if not self.compactor:
             if prior:
@@ -171,7 +179,7 @@ class Checker:
         self.check_tokens(own, record, where)
 
     def check_placement(self, prior: list[dict], sections: list[dict], where: str) -> None:
-        found = placement(prior, sections)
+        found = placement(prior, sections, self.manifest.name)
         self.add("P-FULL-CHAIN", found is not Placement.DELTA, f"the reply holds none of the {len(prior)} prior section(s): a delta", where)
         self.add("P-OWN-SECTIONS-ONLY", found is not Placement.MOVED, "the prior sections do not come back as an untouched "
                  "prefix (changed, dropped, reordered or preceded by its own)", where)
@@ -346,10 +354,10 @@ def observation(record: StepRecord, checker: Checker) -> dict:
     if record.failure is not None or record.result is None:
         return seen
     if record.step.kind == "contribute":
-        own = own_sections(record, checker.compactor)
+        own = own_sections(record, checker.compactor, checker.manifest.name)
         prior, sections = record.request["prior_sections"], record.result["sections"]
         seen |= {"own": own, "own_text": "\n".join(tokens.text_of(s["content"]) for s in own),
-                 "placement": placement(prior, sections), "source_text": record.source_text,
+                 "placement": placement(prior, sections, checker.manifest.name), "source_text": record.source_text,
                  "chain": sections,
                  "budget": record.request["token_budget"],
                  "rewrites": bool(record.result["rewritten_history"]),
