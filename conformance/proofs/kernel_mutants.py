@@ -673,9 +673,10 @@ class NormalizesLineEndings(ReferenceKernel):
 
 # --- scope ---------------------------------------------------------------------------------------------
 
-@mutant("K-SCOPE-DISCARD")
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class LetsProvidersSignForLaterOnes(ReferenceKernel):
-    """Takes sections a provider signs with the name of a provider declared after it for its own."""
+    """Takes sections a provider signs with the name of a provider declared after it for its own (and so reports
+    no scope violation where it drops such a reply for another reason)."""
 
     def in_scope(self, provider, chain, sections):
         later = {p.name for p in self.providers[[p.name for p in self.providers].index(provider.name):]}
@@ -904,7 +905,8 @@ class ScopeIgnoresFlags(ReferenceKernel):
             and all(s["provider"] == provider.name for s in sections[n:])
 
 
-@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET"], property_only=True)
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET", "K-HISTORY-TOKENS"],
+        property_only=True)
 class FallbackCapsLongTexts(ReferenceKernel):
     """Stops counting after the first 2000 bytes of text."""
 
