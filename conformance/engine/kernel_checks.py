@@ -248,11 +248,11 @@ def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> lis
     the model's id may be resolved by the id or counted by the formula."""
     request, result = record.turn.input, record.result
     model = _counted_for(scenario, request)
-    exact = bool(model and model.count_tokens)
+    exact = bool(model and model.exact)
     if exact and not (request.get("model_ref") or {}).get("provider") and \
             result["count"] == tokens.fallback_count(request["content"]) and result["exact"] is False:
         exact = False
-    want = tokens.count(request["content"], exact)
+    want = model.tokenizer_count(request["content"]) if exact else tokens.fallback_count(request["content"])
     requirement = "K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA"
     how = "the model's tokenizer" if exact else "the fallback formula"
     return [
@@ -272,9 +272,9 @@ def _counted_for(scenario: KernelScenario, request: dict) -> Model | None:
 def exact_is_truthful(model: Model | None, content: list[dict], result: dict) -> bool:
     """exact says whether a real tokenizer produced the count: never for a model without one; for a model
     with one, true for the tokenizer's count and false for the formula's or any other number."""
-    if not (model and model.count_tokens):
+    if not (model and model.exact):
         return result["exact"] is False
-    by_tokenizer = result["count"] == tokens.suite_tokenizer_count(content)
+    by_tokenizer = result["count"] == model.tokenizer_count(content)
     by_formula = result["count"] == tokens.fallback_count(content)
     return True if by_tokenizer and by_formula else result["exact"] is by_tokenizer
 
@@ -476,11 +476,18 @@ class TurnCheck:
             self.add(wrong.rejected_history_blame, False, f"history_tokens counts {wrong.provider}'s rewritten_history, "
                      f"which may not replace the conversation: {wrong.why}", where)
             return
-        if self.model.count_tokens and any(request["history_tokens"] in history_counts(h, tokens.fallback_count)
+        if self.model.exact and any(request["history_tokens"] in history_counts(h, tokens.fallback_count)
                                            for h in self.histories):
             self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is the fallback "
                      f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, figures))}",
                      where)
+            return
+        other = next((m for m in self.scenario.models if m is not self.model and m.exact and
+                      any(request["history_tokens"] in history_counts(h, m.count) for h in self.histories)), None)
+        if other is not None and other.tokenizer != self.model.tokenizer:
+            self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is {other.id}'s "
+                     f"tokenizer's count; the turn runs on {self.model.id}, whose count is "
+                     f"{' or '.join(map(str, figures))}", where)
             return
         if any(request["history_tokens"] in history_counts(_non_text_as_text(h, form), self.model.count)
                for h in self.histories for form in (json.dumps, _strings_in)

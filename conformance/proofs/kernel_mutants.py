@@ -418,6 +418,35 @@ class ResolvesModelRefById(ReferenceKernel):
 
 
 @mutant("K-COUNT-EXACT-FLAG")
+class ExactFromTheDeclaration(ReferenceKernel):
+    """Says exact true for any model declared with a tokenizer, even when the tokenizer failed and the count is
+    the formula's."""
+
+    def count_tokens(self, request, call):
+        result = super().count_tokens(request, call)
+        model = self.models.get((request["request"].get("model_ref") or {}).get("id", ""))
+        return {**result, "exact": True} if model and model.get("count_tokens") else result
+
+
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-COUNT-EXACT-FLAG", "K-HISTORY-TOKENS"])
+class ZeroWhenTheTokenizerFails(ReferenceKernel):
+    """Counts 0 when the model's tokenizer fails, so everything fits."""
+
+    def tokenizer_count(self, content, model, call):
+        counted = super().tokenizer_count(content, model, call)
+        return 0 if counted is None else counted
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-BUDGET-VALIDATE", "K-ASSEMBLED-LAST-TURN"])
+class CountsWithTheFirstTokenizer(ReferenceKernel):
+    """Counts every model that has a tokenizer with the first routing model's that has one."""
+
+    def model_ref(self, model):
+        first = next((self.models[m] for m in self.routing if self.models[m].get("count_tokens")), model)
+        return super().model_ref(first)
+
+
+@mutant("K-COUNT-EXACT-FLAG")
 class AlwaysExact(ReferenceKernel):
     """Says exact true even for fallback counts."""
 

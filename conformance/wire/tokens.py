@@ -57,3 +57,14 @@ def count(content: list[dict], exact: bool) -> int:
 def history_content(messages: list[dict]) -> list[dict]:
     """Every content block of a conversation, in order (ruling R-HISTORY-TOKENS)."""
     return [block for message in messages for block in message.get("content", [])]
+
+
+def _words_and_thirds(content: list[dict]) -> int:
+    """Words plus a third of the UTF-8 bytes, per text block, summed: another vendor's tokenizer, additive."""
+    return sum(len(_WORD.findall(t)) + (len(t.encode("utf-8")) + 2) // 3 for t in texts_of(content))
+
+
+# The tokenizers of the kernel's declared models (`tokenizer:` in a kernel vector), by name. Each is additive
+# over blocks, so a kernel may count a section in one call or one per block; they differ from model to model,
+# so a kernel that counts for another model than the turn's is seen to.
+KERNEL_TOKENIZERS = {"words": suite_tokenizer_count, "thirds": _words_and_thirds}
