@@ -75,6 +75,8 @@ class FakeProviders:
             raise Hang()
         if action.get("crash"):
             raise Crash()
+        if action.get("unreadable"):
+            return {"sections": [{"provider": fake.name, "label": 7, "content": "not a list of blocks"}]}
         if "error" in action:
             error = action["error"]
             context_error = error.get("context_error")

@@ -19,7 +19,7 @@ from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
 from conformance.engine.kernel_judge import Judgment, Outcome, judge_crash, judge_failure, judge_reply
 from conformance.engine.results import Finding, HarnessProblem
 from conformance.engine.scenario import KernelScenario, Model
-from conformance.wire import errors, tokens
+from conformance.wire import errors, forms, tokens
 
 
 # The requirements these invariants can report on, for the coverage matrix.
@@ -168,6 +168,14 @@ def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transc
         "diagnostics": result.get("diagnostics", []), "turn_failed": result.get("turn_failed"),
         "turn_error": result.get("error"), "history": result.get("history"), "prompt": result.get("prompt"),
     }
+
+
+def _readable(reply) -> bool:
+    try:
+        forms.normalize("ContextContribution", reply)
+        return True
+    except forms.WireFormError:
+        return False
 
 
 def _strings_in(value) -> str:
@@ -515,6 +523,8 @@ class TurnCheck:
             judgment = judge_crash(fake.name, prior, self.model)
         elif call.error is not None:
             judgment = judge_failure(fake.name, prior, call.error, self.model, fake.compactor)
+        elif not _readable(call.result):  # a reply that is no ContextContribution: a failure with no ContextError
+            judgment = judge_failure(fake.name, prior, {"code": "UNREADABLE_REPLY"}, self.model, fake.compactor)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":

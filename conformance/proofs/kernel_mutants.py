@@ -23,7 +23,7 @@ import threading
 from conformance.bindings.base import CallFailed
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.reference.plugin_host import PluginFleet
-from conformance.wire import errors, tokens
+from conformance.wire import errors, forms, tokens
 
 MUTANTS: dict[str, type[ReferenceKernel]] = {}
 
@@ -870,6 +870,19 @@ class SilentBareFailure(ReferenceKernel):
 
     def on_failure(self, provider, failure):
         return None if failure.context_error is None else super().on_failure(provider, failure)
+
+
+@mutant("K-NO-SILENT-FALLBACK")
+class SkipsUnreadableRepliesSilently(ReferenceKernel):
+    """Drops a reply it cannot read without a word, as if the provider had contributed nothing."""
+
+    def contribute(self, provider, request, call):
+        reply = super().contribute(provider, request, call)
+        try:
+            forms.normalize("ContextContribution", reply)
+        except forms.WireFormError:
+            return {"sections": request["prior_sections"]}
+        return reply
 
 
 @mutant("K-TRANSFORM-ERROR-SURFACED")
