@@ -80,7 +80,7 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         state.went_wrong = state.went_wrong or bool(broken)
         findings += expectations.KERNEL.check(expect, observation(scenario, record, transcript), where)
     if transcript.plugins is not None:
-        findings += check_plugins(transcript)
+        findings += check_plugins(transcript, scenario)
     return findings + check_configured(scenario, transcript)
 
 
@@ -107,7 +107,7 @@ def check_configured(scenario: KernelScenario, transcript: Transcript) -> list[F
     return findings
 
 
-def check_plugins(transcript: Transcript) -> list[Finding | HarnessProblem]:
+def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Finding | HarnessProblem]:
     """The plugin-launching mode: what each plugin the kernel launched observed of its host. A provider the
     kernel called (through its plugin: the suite saw the call) must have been launched from its command;
     when a kernel launches one is its own affair, so one never called need not have been."""
@@ -118,6 +118,9 @@ def check_plugins(transcript: Transcript) -> list[Finding | HarnessProblem]:
                                "command it was given (through the harness's own callbacks?): does load start "
                                "that command?", "load")
                 for name in sorted(called - {launch.get("name") for launch in launches})]
+    if transcript.bypassed:
+        findings.append(HarnessProblem("the kernel made provider calls through the harness's own callbacks, not "
+                                       f"through the plugins it launched: {', '.join(transcript.bypassed)}", "load"))
     for launch in launches:
         where = f"plugin {launch.get('name')} (pid {launch['pid']})"
         versions = (launch.get("protocol_versions") or "").split(",")
@@ -144,11 +147,34 @@ def check_plugins(transcript: Transcript) -> list[Finding | HarnessProblem]:
                                         f"{probe.get('count', 0)}, not the fallback formula's {expected}", where))
                 findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
                                         "model_ref said exact: true, though no tokenizer could have counted", where))
+            findings += _judge_model_probe(launch["probe_model"], scenario, where)
         if not launch["crashed"]:
             asked = "though it was sent" if launch["shutdown"] else "and was never sent"
             findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["exited"], "still running when the kernel had been "
                                     f"done with its configuration for 5s, {asked} GRPCController/Shutdown", where))
+            if launch["exited"]:  # drain, then kill: asked to stop (Shutdown or SIGTERM) before it went
+                findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["shutdown"], "killed without being asked to "
+                                        "stop first (no GRPCController/Shutdown, no SIGTERM): no drain before "
+                                        "the kill (R-PLUGIN-LIFETIME)", where))
     return findings
+
+
+def _judge_model_probe(probe: dict | None, scenario: KernelScenario, where: str) -> list[Finding]:
+    """A count over the callback channel for a declared model with a tokenizer is that tokenizer's, exact."""
+    if not probe or not probe.get("ok"):
+        return [] if not probe else [Finding("K-CALLBACK-CHANNEL", False, "CountTokens for a model over the callback "
+                                             f"channel failed: {probe.get('error')}", where)]
+    ref = probe.get("model_ref") or {}
+    model = next((m for m in scenario.models if (m.provider, m.id) == (ref.get("provider"), ref.get("id"))), None)
+    if model is None:
+        return []
+    content = [{"text": {"text": probe["text"]}}]
+    want, exact = model.count(content), model.exact
+    return [Finding("K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA", int(probe.get("count", 0)) == want,
+                    f"CountTokens for {model.id} over the callback channel gave {probe.get('count', 0)}, not "
+                    f"{want}", where),
+            Finding("K-COUNT-EXACT-FLAG", bool(probe.get("exact")) is exact, f"CountTokens for {model.id} over the "
+                    f"callback channel said exact {probe.get('exact')}", where)]
 
 
 def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transcript) -> dict:
