@@ -11,6 +11,7 @@ comparison itself is reports/matrix_report.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,16 @@ class Entry:
     field: str             # where it sits in the file, for messages
 
 
+COMMANDS = ("stdio", "grpc-cmd", "plugin")  # bindings whose target is a command line
+
+
+def _relative_to(here: Path, command: str) -> str:
+    """The command with each word that names a file beside the matrix file made absolute: paths in a
+    matrix resolve against the file, as its manifests do, wherever ctxconf runs from."""
+    words = shlex.split(command)
+    return shlex.join(str(here / w) if not Path(w).is_absolute() and (here / w).exists() else w for w in words)
+
+
 def load(path: Path) -> tuple[str, list[Entry]]:
     """The title and the entries of a matrix file; InputError names the file and the field."""
     doc = read_yaml(path)
@@ -53,7 +64,8 @@ def load(path: Path) -> tuple[str, list[Entry]]:
             if item["binding"] == "plugin":
                 raise InputError(str(path), "go-plugin launches providers; a kernel needs another binding",
                                  f"{where}.binding")
-        argv = [f"--{item['binding']}", item["target"]]
+        argv = [f"--{item['binding']}", _relative_to(here, item["target"]) if item["binding"] in COMMANDS
+                else item["target"]]
         for key in ("manifest", "baseline"):
             if key in item:
                 file = here / item[key]  # relative to the matrix file, wherever it is run from
@@ -81,9 +93,9 @@ def run(path: Path, parse: Callable[[list[str]], argparse.Namespace]) -> Matrix:
         except (InputError, LaunchError) as exc:  # the entry is at fault: say which one
             raise InputError(str(path), str(exc), f"{entry.field} ({entry.name})") from None
         column = Column(entry.name, json_report.to_json(report), entry.target, entry.expect)
-        note = "" if column.as_expected is None else " (as expected)" if column.as_expected else \
-            f" (NOT as expected: {entry.expect})"
-        print(f"[{n}/{len(entries)}] {entry.name} ({entry.role} over {report.binding}): {report.verdict}{note}",
+        note = " (every case errored)" if not column.ran else "" if column.as_expected is None else \
+            " (as expected)" if column.as_expected else f" (NOT as expected: {entry.expect})"
+        print(f"[{n}/{len(entries)}] {entry.name} ({entry.role} over {report.binding}): {column.outcome}{note}",
               file=sys.stderr)
         columns.append(column)
     return build(title, columns)

@@ -29,7 +29,8 @@ def run_cases(role: str, connection: Connection, vectors: list, run: PropertyRun
         cases = provider_run.run_vectors(connection, vectors, manifest, workdir / "cases", on_result)
     if run is not None:
         from conformance.properties.runner import kernel_property, provider_property  # hypothesis: only if asked
-        on_properties(f"property tests, profile {run.profile}, seed {run.seed}")
+        seed = f"seed {run.seed}" if run.seed is not None else "its fixed seed"
+        on_properties(f"property tests, profile {run.profile}, {seed}")
         trace.set_case(CASE_IDS[role])
         cases.append(kernel_property(connection, run) if role == "kernel" else
                      provider_property(connection, run, manifest, workdir / "properties"))

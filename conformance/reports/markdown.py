@@ -7,6 +7,9 @@ from conformance.engine.results import ERROR, FAIL, XFAIL
 from conformance.reports.verdict import CONFORMANT, NO_VERDICT, Report, implementation_name
 
 
+MESSAGE_ROOM = 400  # characters of a failure's message in a table cell; the rerun command is never cut
+
+
 def cell(text: str) -> str:
     """Text that stays inside one Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
@@ -29,15 +32,16 @@ def to_markdown(report: Report) -> str:
         for r in problems:
             if r.failures:
                 case = by_id[r.failures[0][0]]
-                text = f"`{case.id}`: {r.failures[0][1].message}"
+                message = r.failures[0][1].message
+                message = message if len(message) <= MESSAGE_ROOM else message[:MESSAGE_ROOM - 3] + "..."
+                text = f"`{case.id}`: {message}"
                 text += f" (rulings: {', '.join(case.rulings)})" if case.rulings else ""
                 rerun = report.rerun(case)
-                text += f"<br>rerun: `{rerun}`" if rerun else ""
+                text += f"<br>rerun: `{rerun}`" if rerun else ""  # whole: a command cut short reruns nothing
             elif r.errors:
                 text = f"errored in {', '.join(r.errors[:3])}"
             else:
                 text = "baselined: " + "; ".join(w for c in r.cases for w in report.xfailed.get(c, ())
                                                   if w.startswith(r.id + ":"))
-            lines.append(f"| {r.id} | {r.requirement.level} | {r.status} | `{r.requirement.anchor}` | "
-                         f"{cell(text)[:600]} |")
+            lines.append(f"| {r.id} | {r.requirement.level} | {r.status} | `{r.requirement.anchor}` | {cell(text)} |")
     return "\n".join(lines) + "\n"

@@ -47,8 +47,20 @@ class Column:
         return self.report["role"]
 
     @property
+    def ran(self) -> bool:
+        """False when no case of it ran to an end (every one errored or was skipped): it could not run, and
+        no verdict of it, expected or not, says anything."""
+        return any(c["status"] not in ("error", "skip") for c in self.report["cases"])
+
+    @property
     def as_expected(self) -> bool | None:
+        if not self.ran:
+            return False
         return None if self.expect is None else self.report["verdict"] == self.expect
+
+    @property
+    def outcome(self) -> str:
+        return self.report["verdict"] if self.ran else "could not run"
 
 
 @dataclass
@@ -66,7 +78,7 @@ class Matrix:
 
     @property
     def exit_code(self) -> Exit:
-        """FAILED when an implementation got a verdict other than the one its entry expects."""
+        """FAILED when an implementation got a verdict other than the one its entry expects, or could not run."""
         return Exit.FAILED if any(c.as_expected is False for c in self.columns) else Exit.OK
 
     def roles(self) -> list[str]:
@@ -128,7 +140,7 @@ def _who(column: Column) -> dict:
     impl, report = column.report.get("implementation", {}), column.report
     return {"name": column.name, "role": column.role, "binding": report["binding"], "target": column.target,
             "implementation": implementation_name(impl),
-            "verdict": report["verdict"], "verdict_details": report.get("verdict_details", []),
+            "verdict": column.outcome, "verdict_details": report.get("verdict_details", []),
             "expect": column.expect, "as_expected": column.as_expected}
 
 
@@ -151,7 +163,7 @@ def to_markdown(matrix: Matrix) -> str:
     out = [f"## {matrix.title}", "", "| implementation | role | binding | verdict | expected |", "|---|---|---|---|---|"]
     for c in matrix.columns:
         mark = "" if c.expect is None else (" ✅" if c.as_expected else " ❌")
-        out.append(f"| {cell(c.name)} | {c.role} | {c.report['binding']} | {c.report['verdict']} | "
+        out.append(f"| {cell(c.name)} | {c.role} | {c.report['binding']} | {c.outcome} | "
                    f"{c.expect or ''}{mark} |")
     for role in matrix.roles():
         names = [cell(c.name) for c in matrix.of(role)]

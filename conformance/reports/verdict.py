@@ -121,7 +121,9 @@ class Report:
 
     @property
     def warnings(self) -> list[RequirementResult]:
-        return [r for r in self.requirements if not r.requirement.blocking and r.status in (FAIL, ERROR)]
+        """The SHOULD and SHOULD NOT requirements that failed: a MAY is a freedom, never a warning."""
+        return [r for r in self.requirements if r.requirement.level in ("SHOULD", "SHOULD NOT")
+                and r.status in (FAIL, ERROR)]
 
     @property
     def failed_cases(self) -> list[CaseResult]:

@@ -67,7 +67,16 @@ def main(target: str) -> int:
     return 0
 
 
+USAGE = """usage: stdio_shim.py MODULE:FACTORY
+
+Serves the Python object FACTORY() returns over ctxconf's stdio harness protocol (JSON lines on stdin and
+stdout): ctxconf kernel --stdio "python stdio_shim.py mypkg.kernel:create"."""
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: stdio_shim.py MODULE:FACTORY")
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(USAGE)
+        sys.exit(0)
+    if len(sys.argv) != 2 or ":" not in sys.argv[1]:
+        print(USAGE, file=sys.stderr)
+        sys.exit(2)
     sys.exit(main(sys.argv[1]))

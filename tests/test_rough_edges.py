@@ -1,0 +1,65 @@
+"""The rough edges a newcomer hits (issue 25): each test fails on the old behaviour."""
+
+import subprocess
+import sys
+
+from conformance import catalog as catalog_mod
+from conformance.engine.results import ERROR, FAIL, CaseResult, Finding
+from conformance.reports.markdown import to_markdown
+from conformance.reports.verdict import Report, RequirementResult
+from tests.conftest import ROOT, ctxconf
+
+SHIM = ROOT / "conformance" / "runners" / "python" / "stdio_shim.py"
+
+
+def _report(results, cases=(), **extra) -> Report:
+    return Report("kernel", "python", {"name": "k", "version": "1", "language": "py"}, "rev", list(results),
+                  list(cases), 0.1, **extra)
+
+
+def test_a_may_is_never_listed_among_the_warnings(catalog):
+    may, should = catalog.requirements["K-MAY-SMALLER-BUDGET"], catalog.requirements["KC-STABILITY-ORDER-WARN"]
+    report = _report([RequirementResult(may, ERROR), RequirementResult(should, FAIL)])
+    assert [r.id for r in report.warnings] == ["KC-STABILITY-ORDER-WARN"]
+
+
+def test_the_markdown_keeps_a_rerun_command_whole_after_a_long_message(catalog, tmp_path):
+    vector = tmp_path / ("v" * 80 + ".yaml")
+    vector.write_text("")
+    case = CaseResult("kernel/x", "x", source=str(vector),
+                      findings=[Finding("K-BUDGET-REJECT", False, "m" * 2000, "turn 1")])
+    result = RequirementResult(catalog.requirements["K-BUDGET-REJECT"], FAIL, ["kernel/x"],
+                               failures=[("kernel/x", case.findings[0])])
+    row = next(line for line in to_markdown(_report([result], [case], rerun_options=["--python", "m:f"])).splitlines()
+               if line.startswith("| K-BUDGET-REJECT"))
+    assert row.count("`") % 2 == 0 and row.endswith("--python m:f` |"), row[-120:]
+
+
+def test_the_stdio_shim_explains_itself_instead_of_a_traceback():
+    for args, code in ((["--help"], 0), ([], 2), (["no-colon"], 2)):
+        run = subprocess.run([sys.executable, str(SHIM), *args], capture_output=True, text=True, timeout=30)
+        assert run.returncode == code and "usage: stdio_shim.py MODULE:FACTORY" in run.stdout + run.stderr
+        assert "Traceback" not in run.stderr
+
+
+def test_a_matrix_entry_that_cannot_start_could_not_run_and_fails_the_matrix(tmp_path):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("title: t\nimplementations:\n  - {name: ghost, role: kernel, binding: stdio, "
+                      "target: \"python does-not-exist.py\", expect: not conformant}\n")
+    run = ctxconf("matrix", str(matrix), "--json", str(tmp_path / "m.json"), "--markdown", str(tmp_path / "m.md"),
+                  "--html", str(tmp_path / "m.html"), cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert "ghost (kernel over stdio): could not run (every case errored)" in run.stderr
+    assert "| ghost | kernel | stdio | could not run |" in (tmp_path / "m.md").read_text()
+
+
+def test_paths_in_a_matrix_target_resolve_against_the_matrix_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    shim = tmp_path / "sub" / "shim.py"
+    shim.write_text(SHIM.read_text())
+    matrix = tmp_path / "sub" / "m.yaml"
+    matrix.write_text("title: t\nproperties: false\nimplementations:\n  - {name: ref, role: kernel, binding: stdio, "
+                      f"target: \"{sys.executable} shim.py conformance.reference.kernel:create\"}}\n")
+    run = ctxconf("matrix", str(matrix), "--json", str(tmp_path / "m.json"), "--markdown", str(tmp_path / "m.md"),
+                  "--html", str(tmp_path / "m.html"), cwd=tmp_path)
+    assert "could not run" not in run.stderr, run.stderr
