@@ -176,10 +176,22 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def check_output_file(option: str, path: Path | None) -> None:
-    if path is not None and path.is_dir():
+    """Before the run, not after it: an output that cannot be written is bad usage (exit 2)."""
+    if path is None:
+        return
+    if path.is_dir():
         raise InputError(option, f"{path} is a directory; name a file")
-    if path is not None and path.parent.exists() and not path.parent.is_dir():
+    if path.parent.exists() and not path.parent.is_dir():
         raise InputError(option, f"{path.parent} is not a directory")
+    if path.parent.is_dir():
+        existed = path.exists()
+        try:
+            with open(path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise InputError(option, f"cannot write {path}: {exc.strerror}") from None
+        if not existed:
+            path.unlink()
 
 
 def _property_run(args: argparse.Namespace) -> PropertyRun:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -58,11 +59,16 @@ def main(argv: list[str] | None = None) -> int:
         if callable(getattr(stream, "reconfigure", None)):
             stream.reconfigure(errors="backslashreplace")
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser, with its usage, not the top-level one
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     previous = {signum: signal.signal(signum, _terminate) for signum in UNWIND_SIGNALS
                 if threading.current_thread() is threading.main_thread()}  # only the main thread may
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader stopped (| head): nothing left to say to it, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return Exit.OK
     except (InputError, LaunchError) as exc:
         print(f"ctxconf: error: {exc}", file=sys.stderr)
         return Exit.USAGE
@@ -80,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
                                      "context-provider protocol.")
     parser.add_argument("--version", action="version", version=f"ctxconf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    parser.commands = commands.choices  # each command's own parser, by name, as add_parser fills it in
 
     kernel = commands.add_parser("kernel", help="certify a kernel's context-assemble loop",
                                  description="Certify a kernel. With no target, the bundled reference kernel.")
@@ -223,8 +230,11 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
 
 
 def _seconds(text: str) -> float:
-    """A duration: positive and finite (argparse turns the ValueError into a usage error, exit 2)."""
-    value = float(text)
+    """A duration: positive and finite (argparse turns the error into a usage error, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
@@ -276,6 +286,7 @@ def _emit(report, args: argparse.Namespace) -> int:
         outputs += [(args.badge / "badge.svg", lambda: badge.svg(report)),
                     (args.badge / "badge.json", lambda: json.dumps(badge.endpoint(report)) + "\n")]
     written = [c.counterexample for c in report.cases if c.counterexample]
+    written += [str(args.trace)] if getattr(args, "trace", None) else []  # written as the run went
     for path, render in outputs:
         if path:
             _write(path, render())

@@ -63,3 +63,31 @@ def test_paths_in_a_matrix_target_resolve_against_the_matrix_file(tmp_path):
     run = ctxconf("matrix", str(matrix), "--json", str(tmp_path / "m.json"), "--markdown", str(tmp_path / "m.md"),
                   "--html", str(tmp_path / "m.html"), cwd=tmp_path)
     assert "could not run" not in run.stderr, run.stderr
+
+
+def test_a_broken_pipe_ends_quietly():
+    for command in ("requirements", "explain K-BUDGET-REJECT"):
+        shell = f"{sys.executable} -m conformance {command} | head -1"
+        run = subprocess.run(shell, shell=True, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+        assert "Traceback" not in run.stderr and "BrokenPipeError" not in run.stderr, run.stderr
+
+
+def test_argument_errors_name_the_option_and_the_command():
+    bad_number = ctxconf("kernel", "--timeout", "abc")
+    assert bad_number.returncode == 2 and "argument --timeout: expected a number of seconds, got 'abc'" in bad_number.stderr
+    unknown = ctxconf("kernel", "--frobnicate")
+    assert unknown.returncode == 2 and "ctxconf kernel: error: unrecognized arguments: --frobnicate" in unknown.stderr
+    assert "usage: ctxconf kernel" in unknown.stderr
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path):
+    run = ctxconf("kernel", "--report", "/proc/ctxconf-cannot-be-here.json", timeout=30)
+    assert run.returncode == 2 and "--report: cannot write /proc/ctxconf-cannot-be-here.json" in run.stderr
+    assert "[1/" not in run.stderr, "refused before any case ran"
+
+
+def test_the_trace_file_gets_its_wrote_line(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    run = ctxconf("kernel", "--no-properties", "-k", "kernel/budget/budget-covers", "--trace", str(trace))
+    assert f"wrote {trace}" in run.stdout and trace.is_file()
