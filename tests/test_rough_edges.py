@@ -91,3 +91,11 @@ def test_the_trace_file_gets_its_wrote_line(tmp_path):
     trace = tmp_path / "t.jsonl"
     run = ctxconf("kernel", "--no-properties", "-k", "kernel/budget/budget-covers", "--trace", str(trace))
     assert f"wrote {trace}" in run.stdout and trace.is_file()
+
+
+def test_an_implementation_that_never_starts_gets_one_clear_error_and_the_verdict_names_it():
+    run = ctxconf("kernel", "--stdio", f"{sys.executable} /nonexistent-ctxconf-shim.py", "--no-properties")
+    assert run.returncode == 1
+    assert run.stdout.count("can't open file") == 2, run.stdout  # the error once, and the verdict's cause
+    assert "  ERROR " not in run.stdout and "cases that errored" not in run.stdout
+    assert "the implementation never started: the implementation closed its stdout" in run.stdout.split("verdict:")[1]

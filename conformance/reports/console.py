@@ -46,11 +46,17 @@ def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = Fa
     for case in report.cases:
         if case.id.startswith("property/"):
             out(f"  property tests: {case.source} (rerun with --seed to reproduce)")
-    for r in report.requirements:
+    if report.never_started is not None:  # one cause, said once, not once per requirement and case
+        out(f"\nno case ran: the implementation never started.\n{report.cases[0].error}")
+        written = ()
+        report_lines = False
+    else:
+        report_lines = True
+    for r in report.requirements if report_lines else ():
         if r.status == NOT_TESTED and not verbose and not r.requirement.normative:
             continue
         _requirement(r, report, out, stream, verbose)
-    errored = report.errored_cases
+    errored = report.errored_cases if report_lines else []
     if errored:
         out("\ncases that errored (the implementation crashed, hung or broke the harness protocol):")
         for case in errored:
@@ -68,7 +74,7 @@ def print_report(report: Report, stream: TextIO = sys.stdout, verbose: bool = Fa
     out(f"\n{plural(len(report.cases), 'case')}: " + ", ".join(f"{n} {s}" for s, n in sorted(cases.items())) +
         f"; {plural(len(report.requirements), 'requirement')}: " +
         ", ".join(f"{n} {s}" for s, n in sorted(reqs.items())) + f"; {report.seconds:.1f}s")
-    if report.warnings:
+    if report.warnings and report_lines:
         out("warnings (SHOULD): " + ", ".join(r.id for r in report.warnings))
     for path in written:
         out(f"wrote {path}")

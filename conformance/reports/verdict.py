@@ -49,6 +49,7 @@ class Verdict(Spelled):
 
 
 CONFORMANT, NOT_CONFORMANT, INCOMPLETE, NO_VERDICT = Verdict
+NOT_STARTED = "could not start the implementation:"  # how a case that no implementation served begins (Connection)
 _PRECEDENCE = (FAIL, ERROR, XFAIL, PASS, SKIP)
 
 
@@ -152,9 +153,19 @@ class Report:
             return NOT_CONFORMANT
         return INCOMPLETE if self.unexercised else CONFORMANT
 
+    @property
+    def never_started(self) -> str | None:
+        """When no case ran because the implementation never started: the cause, from the first case."""
+        if not self.cases or not all(NOT_STARTED in (c.error or "").partition("\n")[0] for c in self.cases):
+            return None
+        cause = " ".join(line.strip() for line in self.cases[0].error.partition(NOT_STARTED)[2].splitlines())
+        return cause if len(cause) <= 300 else cause[:297] + "..."
+
     def details(self) -> list[str]:
         """What qualifies the verdict: what failed, what was not exercised and why."""
         verdict = self.verdict
+        if self.never_started is not None:
+            return [f"the implementation never started: {self.never_started}"]
         if verdict == NO_VERDICT:
             return [f"partial run ({self.filtered}): certifies nothing"]
         if verdict == NOT_CONFORMANT:
