@@ -40,6 +40,7 @@ from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2_grpc
 
 PROBE_TEXT = "ctxconf: a provider counting its section through the kernel"
 OFFER_WAIT = 5.0   # how long the probe waits for the host to announce broker ID 1
+INLINE_WAIT = 1.0  # how much of that the first Contribute may spend before the probe moves beside it
 CRASH_EXIT = 70
 
 
@@ -73,16 +74,25 @@ class CallbackChannel:
             self.offered.set()
 
     def probe(self) -> None:
-        """Once, beside the call that prompted it: count a text through the kernel, as a provider computing
-        its `tokens` must. The call itself does not wait for it."""
-        if not self.probed:
-            self.probed = True
+        """Once, inside the first Contribute: count a text through the kernel, as a provider computing its
+        `tokens` does. It runs while the call is in flight, the one time a kernel over stdio can answer (a
+        callback between ops breaks ctxconf-kernel/1); only a broker offer that is late moves it beside the call,
+        so a kernel that never offers costs no deadline."""
+        if self.probed:
+            return
+        self.probed = True
+        if self.offered.wait(INLINE_WAIT):
+            self._counts()
+        else:
             threading.Thread(target=self._probe, daemon=True).start()
 
     def _probe(self) -> None:
         if not self.offered.wait(OFFER_WAIT):
             self.observe("probe", ok=False, error=f"no broker ID {CALLBACK_BROKER_ID} offer within {OFFER_WAIT:g}s")
             return
+        self._counts()
+
+    def _counts(self) -> None:
         self._count("probe", {})
         if self.model:  # the same text for a model with a tokenizer: the kernel routes it to that model's provider
             provider, _, model_id = self.model.partition("/")

@@ -203,6 +203,10 @@ async function accept(provider, chain, reply, budget, model, session, diagnostic
   return chain.concat(await recounted(own, model));
 }
 
+// The shape a ContextContribution has: a list of sections, each with a string label and a list of blocks.
+const readable = (reply) => Boolean(reply) && Array.isArray(reply.sections || []) &&
+  (reply.sections || []).every((s) => s && typeof (s.label ?? "") === "string" && Array.isArray(s.content ?? []));
+
 const historyContent = (history) => history.flatMap((m) => m.content || []);
 
 async function assemble({ turn }) {
@@ -231,6 +235,10 @@ async function assemble({ turn }) {
       const said = (ce && ce.message) || e.error.message || "";
       diagnostics.push(diagnostic(provider, categoryOf(ce), `Contribute failed (${e.error.code}): ${said}`, "provider_failed"));
       continue; // isolated: the chain before it stands
+    }
+    if (!readable(reply)) { // not a ContextContribution: a failure with no ContextError, isolated visibly
+      diagnostics.push(diagnostic(provider, "unknown", "the reply is no ContextContribution; ignored", "provider_failed"));
+      continue;
     }
     const before = session.history;
     chain = await accept(provider, chain, reply, budget, model, session, diagnostics);

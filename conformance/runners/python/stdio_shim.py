@@ -14,6 +14,7 @@ the shim blocks until the suite's answer comes back.
 import importlib
 import json
 import sys
+import threading
 
 from conformance.bindings.base import CallFailed
 
@@ -22,6 +23,7 @@ class Channel:
     def __init__(self, stdin, stdout):
         self.stdin, self.stdout = stdin, stdout
         self.next_cb = 0
+        self.lock = threading.Lock()  # a callback and its answer are one exchange, whichever thread makes it
 
     def send(self, message: dict) -> None:
         self.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
@@ -32,12 +34,13 @@ class Channel:
         return json.loads(line) if line else None
 
     def call(self, name: str, provider: str | None, request: dict) -> dict:
-        self.next_cb += 1
-        message = {"cb": self.next_cb, "call": name, "request": request}
-        if provider is not None:
-            message["provider"] = provider
-        self.send(message)
-        answer = self.receive()
+        with self.lock:
+            self.next_cb += 1
+            message = {"cb": self.next_cb, "call": name, "request": request}
+            if provider is not None:
+                message["provider"] = provider
+            self.send(message)
+            answer = self.receive()
         if answer is None:
             raise SystemExit(0)  # the suite went away
         if "error" in answer:
