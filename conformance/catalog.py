@@ -52,6 +52,8 @@ class Ruling:
     reasoning: str
     applies: str
     tests: str
+    readings: tuple[dict, ...] = ()  # each {reading, verdict: accepted | forbidden}
+    forbids: str = ""                # the spec text that rules the forbidden readings out
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS)
     check("catalog.json#/$defs/Rulings", rul_doc, str(rulings))
     _unique(rul_doc["rulings"], str(rulings))
     reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ()))}) for r in req_doc["requirements"]}
-    ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"])}) for r in rul_doc["rulings"]}
+    ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"]), "readings": tuple(r.get("readings", ()))})
+            for r in rul_doc["rulings"]}
     return Catalog(req_doc["spec_revision"], reqs, ruls)
 
 

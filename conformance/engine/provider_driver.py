@@ -1,15 +1,17 @@
 """Drive one provider case through a binding: the suite plays the kernel.
 
 It prepares the case's working directory with the fixture files, calls the
-provider step by step, answers its CountTokens callbacks with the suite's
-tokenizer (deliberately unlike any local estimate) and records everything.
-Judging the transcript is provider_checks' job.
+provider step by step, answers its CountTokens callbacks as a kernel resolves
+them (kernel-callbacks.md#resolution-algorithm: the named model's tokenizer,
+deliberately unlike any local estimate, or the fallback formula) and records
+everything. Judging the transcript is provider_checks' job.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +24,11 @@ from conformance.wire import forms, tokens
 
 SESSION_ID = "01JDCTXCONFPROVIDERSESSION1"
 DEFAULT_MODEL = {"id": "suite-model", "context_window": 200000, "effective_ceiling": 176000}
+# The models of the kernel the suite plays, by id, with the tokenizer each counts with (tokens.TOKENIZERS, or
+# none: the fallback formula, exact false). A step's model_target adds its own model (its `tokenizer`, words
+# unless it says otherwise); a model_ref naming any other id is NOT_FOUND.
+SUITE_MODELS = {"suite-model": "words", "suite-bytes-model": "bytes", "suite-plain-model": tokens.NO_TOKENIZER}
+DEFAULT_TOKENIZER = "words"
 DEFAULT_FILES = {DEFAULT_SOURCE: "# Project context\n\nThis repository uses tabs for indentation.\n\n"
                                   "Run the tests with make test before every commit.\n"}
 RESULT_TYPES = {"get_capabilities": "GetCapabilitiesResponse", "contribute": "ContextContribution",
@@ -43,12 +50,15 @@ class ProviderCase:
     source: str
     steps: tuple[Step, ...]
     applies_to: str = "any"
+    run: int = 0          # which sub-run of its vector (sweep.py): 0 as written, then one per swept value
+    models: dict = field(default_factory=lambda: dict(SUITE_MODELS))  # model id -> tokenizer (SUITE_MODELS)
 
 
 def check_vector(doc: dict, source: str) -> None:
     """On load, what the schema cannot say, so that a bad vector is exit 2 before anything runs: its
     paths, and its requests (a figure past the proto's integer ranges passes the schema)."""
     _check_paths(doc, source)
+    case_models(doc, source)
     for step in from_vector(doc).steps:
         if step.kind == "contribute":
             try:
@@ -73,20 +83,38 @@ def _check_paths(doc: dict, source: str) -> None:
             raise InputError(source, problem, where)
 
 
-def from_vector(doc: dict) -> ProviderCase:
+def from_vector(doc: dict, run: int = 0) -> ProviderCase:
     files = doc.get("files") or DEFAULT_FILES
     steps = []
     for i, step in enumerate(doc["steps"]):
-        kind = next(k for k in step if k not in ("note", "expect"))
+        kind = next(k for k in step if k not in ("note", "expect", "sweep"))
         steps.append(Step(kind, step[kind], step.get("expect", {}), i))
     return ProviderCase(doc["id"], files, doc.get("source", next(iter(files))), tuple(steps),
-                        doc.get("applies_to", "any"))
+                        doc.get("applies_to", "any"), run, case_models(doc))
+
+
+def case_models(doc: dict, source: str = "the vector") -> dict[str, str]:
+    """The kernel's models for this case: SUITE_MODELS and every model_target a step names, id -> tokenizer.
+    One id given two tokenizers is the vector's error (exit 2)."""
+    models, named = dict(SUITE_MODELS), {}
+    for i, step in enumerate(doc["steps"]):
+        target = (step.get("contribute") or {}).get("model_target") or {}
+        model_id = target.get("id", DEFAULT_MODEL["id"])
+        known = named.get(model_id, SUITE_MODELS.get(model_id))
+        tokenizer = target.get("tokenizer", known or DEFAULT_TOKENIZER)
+        if known is not None and tokenizer != known:
+            raise InputError(source, f"model {model_id!r} counts with {known!r}, not {tokenizer!r}",
+                             f"steps[{i}].contribute.model_target.tokenizer")
+        named[model_id] = models[model_id] = tokenizer
+    return models
 
 
 @dataclass
 class CountRecord:
     request: dict
     count: int | None = None
+    exact: bool = False
+    model: str = ""              # the model_ref id it was counted for; "" when the request named none
     refused: str = ""            # why the suite refused to count
 
 
@@ -108,12 +136,33 @@ class ProviderTranscript:
     capabilities: dict | None = None   # as first declared
     records: list[StepRecord] = field(default_factory=list)
     error: str | None = None
+    models: dict = field(default_factory=dict)       # the case's models: id -> tokenizer
+    served: set = field(default_factory=set)          # every count served to this process (see Served)
+
+
+class Served(set):
+    """(text, model id) of every CountTokens answer the suite gave one implementation's process, "" as the
+    id of a request that named no model. A count served in an earlier firing, or an earlier case, is as much
+    the kernel's as one served now: a provider may keep the figures it was given."""
+
+
+_SERVED: "weakref.WeakKeyDictionary[Binding, Served]" = weakref.WeakKeyDictionary()
+
+
+def served_to(binding: Binding) -> Served:
+    return _SERVED.setdefault(binding, Served())
 
 
 class SuiteKernel:
-    """The kernel side of the callback channel: CountTokens, and nothing else."""
+    """The kernel side of the callback channel: CountTokens, and nothing else. It resolves a count as a
+    kernel does (kernel-callbacks.md#resolution-algorithm): a model_ref naming one of the case's models gets
+    that model's tokenizer, or the fallback with exact false when it has none; a request naming no model gets
+    the fallback (R-COUNT-WITHOUT-MODEL-REF); an id the kernel has no model for, NOT_FOUND. Only the id is
+    looked at: a ModelTarget carries no model provider name to put in model_ref.provider."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: dict[str, str] | None = None, served: Served | None = None) -> None:
+        self.models = dict(SUITE_MODELS) if models is None else models
+        self.served = Served() if served is None else served
         self.counts: list[CountRecord] = []
         self.failing = False
 
@@ -125,7 +174,7 @@ class SuiteKernel:
         except forms.WireFormError as exc:
             self.counts.append(CountRecord(request, refused=str(exc)))
             raise CallFailed("INVALID_ARGUMENT", str(exc)) from None
-        record = CountRecord(parsed)
+        record = CountRecord(parsed, model=(parsed.get("model_ref") or {}).get("id", ""))
         self.counts.append(record)
         if not tokens.is_text_only(parsed["content"]):
             record.refused = "CountTokens content must be text blocks only"
@@ -133,13 +182,18 @@ class SuiteKernel:
         if self.failing:
             record.refused = "the vector makes CountTokens fail"
             raise CallFailed("UNAVAILABLE", "the kernel's tokenizer is unavailable")
-        record.count = tokens.suite_tokenizer_count(parsed["content"])
-        return {"count": record.count, "exact": True}
+        if record.model and record.model not in self.models:
+            record.refused = f"the kernel has no model {record.model!r}"
+            raise CallFailed("NOT_FOUND", record.refused)
+        tokenizer = self.models[record.model] if record.model else tokens.NO_TOKENIZER
+        record.count, record.exact = tokens.count_with(tokenizer, parsed["content"])
+        self.served.add((tokens.text_of(parsed["content"]), record.model))
+        return {"count": record.count, "exact": record.exact}
 
 
 def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Path) -> ProviderTranscript:
-    transcript = ProviderTranscript(workdir)
-    kernel = SuiteKernel()
+    transcript = ProviderTranscript(workdir, models=case.models, served=served_to(binding))
+    kernel = SuiteKernel(case.models, transcript.served)
     steps = (Step("get_capabilities", {}, {}, -1), *case.steps)
     try:
         if workdir.is_symlink() or workdir.parent.is_symlink() or not workdir.is_dir():  # see case_directory
@@ -193,7 +247,7 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
         fields = {"config": config}
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
-        fields = {"request": contribute_request(step, budget, workdir)}
+        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models)}
     elif step.kind in ("get_capabilities", "describe"):
         fields = {}
     else:
@@ -211,18 +265,24 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
         transcript.capabilities = record.result.get("capabilities", {})
 
 
-def contribute_request(step: Step, default_budget: int, workdir: Path) -> dict:
+def contribute_request(step: Step, default_budget: int, workdir: Path, run: int = 0,
+                       models: dict[str, str] | None = None) -> dict:
+    """The ContextRequest of a contribute step. Each sub-run of a vector is a session of its own; the
+    figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target."""
     spec = step.spec
+    target = {**DEFAULT_MODEL, **spec.get("model_target", {})}
+    tokenizer = target.pop("tokenizer", (models or SUITE_MODELS).get(target["id"], DEFAULT_TOKENIZER))
+    count = lambda content: tokens.count_with(tokenizer, content)[0]  # noqa: E731
     history = shorthand.messages(spec.get("conversation_history", []))
-    prior = [shorthand.section(s, s.get("provider", "another-provider"), "STABILITY_STATIC",
-                               tokens.suite_tokenizer_count) for s in spec.get("prior_sections", [])]
+    prior = [shorthand.section(s, s.get("provider", "another-provider"), "STABILITY_STATIC", count)
+             for s in spec.get("prior_sections", [])]
     return forms.normalize("ContextRequest", {
-        "session_id": SESSION_ID, "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
+        "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
         "token_budget": spec.get("token_budget", default_budget),
-        "model_target": {**DEFAULT_MODEL, **spec.get("model_target", {})},
+        "model_target": target,
         "files_touched": spec.get("files_touched", []), "working_directory": str(workdir),
         "prior_sections": prior, "conversation_history": history,
-        "history_tokens": spec.get("history_tokens", tokens.suite_tokenizer_count(tokens.history_content(history))),
+        "history_tokens": spec.get("history_tokens", count(tokens.history_content(history))),
         "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
     })
 

@@ -14,7 +14,8 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.reference.provider_base import ReferenceProvider, context_failure, text_block
+from conformance.proofs.provider_variants import BlockPerParagraph
+from conformance.reference.provider_base import Counter, ReferenceProvider, context_failure, text_block
 from conformance.wire import tokens
 
 MUTANTS: dict[str, type[ReferenceProvider]] = {}
@@ -293,6 +294,56 @@ class StaleFigure(FileReader):
         if section and section["truncated"]:
             section["tokens"] = count(text_block(text.strip()))
         return section
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class SumsPerBlockCounts(BlockPerParagraph):
+    """Counts each paragraph block of its section in a call of its own and adds the counts up (R-COUNT-WHOLE-SECTION)."""
+
+    def blocks_count(self, blocks, count):
+        return sum(count([block]) for block in blocks)
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class CountsForFixedModel(FileReader):
+    """Always counts for the model it was written for, whatever model the request targets."""
+
+    def counter(self, call, request):
+        return Counter(call, "suite-model")
+
+
+class _PrefersExact(Counter):
+    def ask(self, texts, model_id):
+        answer = super().ask(texts, model_id)
+        return answer if answer.get("exact") else super().ask(texts, "suite-model")
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class StatesExactWhenServedInexact(FileReader):
+    """Given a fallback count (exact false) for the target, asks a model it knows has a tokenizer instead."""
+
+    def counter(self, call, request):
+        return _PrefersExact(call, request["model_target"]["id"])
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class StatesUnservedFallback(FileReader):
+    """Fits its text with the target's exact counts, but states the fallback formula's figure, worked out itself."""
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, tokens.fallback_count(text_block(text)), truncated)
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class CachesCountsByLabel(FileReader):
+    """Keeps its section's token figure by label across firings, though the text under it changes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[str, int] = {}
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, self.figures.setdefault(label, count), truncated)
 
 
 @mutant("P-COUNTTOKENS-TEXT-ONLY")

@@ -87,17 +87,22 @@ class BlockPerParagraph(FileReader):
                  "tokens": self.blocks_count(blocks, count)}]
 
 
-@variant("counts each block of a section in its own CountTokens call and adds them up",
-         "context/data-types.md#contextsection")
-class CountsEachBlock(BlockPerParagraph):
-    def blocks_count(self, blocks, count):
-        return sum(count([block]) for block in blocks)
-
-
-@variant("asks CountTokens without a model_ref, leaving the model to the kernel", "kernel-callbacks.md#counttokens")
+@variant("asks CountTokens without a model_ref and states the fallback it is given", "R-COUNT-FOR-THE-TARGET")
 class OmitsModelRef(FileReader):
     def counter(self, call, request):
         return Counter(call, "")
+
+
+class _NamingTheModelProvider(Counter):
+    def model_ref(self, model_id):
+        return {"provider": "anthropic", "id": model_id}
+
+
+@variant("fills model_ref.provider with a model provider's name it knows from elsewhere", "R-COUNT-FOR-THE-TARGET")
+class NamesModelProvider(FileReader):
+    def counter(self, call, request):
+        return _NamingTheModelProvider(call, request["model_target"]["id"])
+
 
 
 # --- configuration and errors ----------------------------------------------------------------------

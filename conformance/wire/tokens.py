@@ -1,11 +1,18 @@
-"""Token counting: the spec's one fallback formula and the suite's tokenizer.
+"""Token counting: the spec's one fallback formula and the suite's tokenizers.
 
-Both live here and nowhere else. The fallback is the kernel's count when no
+They live here and nowhere else. The fallback is the kernel's count when no
 model tokenizer is available (kernel-callbacks.md#the-fallback-heuristic, with
 ruling R-FALLBACK-TOTAL: one ceiling over the total UTF-8 bytes of every text
-block). The suite tokenizer plays a model provider's real tokenizer; it is
+block). The suite tokenizers play model providers' real tokenizers; they are
 deliberately unlike both the fallback and a character count, so an
 implementation that estimates instead of asking is caught.
+
+The kernel's models count with `suite_tokenizer_count`, additive over blocks.
+The kernel the suite plays for a provider has models with the TOKENIZERS
+below, each a function of a content's whole text and not additive over its
+blocks (as the fallback is not), and models with none (the fallback, exact
+false): a provider that counts for the wrong model, or adds up per-block
+counts, states figures no CountTokens call for its section gave.
 """
 
 from __future__ import annotations
@@ -47,6 +54,30 @@ def suite_tokenizer_count(content: list[dict]) -> int:
         text = block["text"].get("text", "")
         total += len(_WORD.findall(text)) + (len(text) + 4) // 5
     return total
+
+
+def _words_over_whole_text(content: list[dict]) -> int:
+    """Words plus a fifth of the code points, over the whole text: on one block, suite_tokenizer_count."""
+    text = text_of(content)
+    return len(_WORD.findall(text)) + (len(text) + 4) // 5
+
+
+def _words_and_bytes(content: list[dict]) -> int:
+    """Words plus a third of the UTF-8 bytes, over the whole text: another vendor's tokenizer."""
+    text = text_of(content)
+    return len(_WORD.findall(text)) + (len(text.encode("utf-8")) + 2) // 3
+
+
+# The model tokenizers of the kernel the suite plays for a provider, by name; `none` is a model without one.
+TOKENIZERS = {"words": _words_over_whole_text, "bytes": _words_and_bytes}
+NO_TOKENIZER = "none"
+
+
+def count_with(tokenizer: str, content: list[dict]) -> tuple[int, bool]:
+    """(count, exact) as CountTokens resolves it for a model with this tokenizer (`none`: the fallback)."""
+    if tokenizer == NO_TOKENIZER:
+        return fallback_count(content), False
+    return TOKENIZERS[tokenizer](content), True
 
 
 def count(content: list[dict], exact: bool) -> int:
