@@ -161,6 +161,25 @@ class Checker:
             except NotEvaluable:
                 continue
             self.add(requirement, not problems, "; ".join(problems), where)
+        gave_up = self.gave_up(record)
+        if gave_up:
+            self.add("C-CHAIN-FITS", False, gave_up, where)
+
+    def gave_up(self, record: StepRecord) -> str:
+        """R-COMPACTOR-MUST-FIT: a compactor that fails a Contribute whose prior chain is over its budget has
+        not produced the chain that fits, which always exists (the empty chain). Only a budget of 0 may be
+        refused as invalid_request (R-UNSERVABLE-REQUEST); a step whose CountTokens the vector made fail
+        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). "" when the failure is none of this."""
+        if not self.compactor or record.step.kind != "contribute" or record.failure is None or record.counting_off:
+            return ""
+        prior, budget = record.request["prior_sections"], record.request["token_budget"]
+        total = self.counting.total(record, prior)
+        category = _claimed(record.failure)
+        if total <= budget or (budget == 0 and category == "invalid_request"):
+            return ""
+        return (f"handed a chain counting {total} against its budget of {budget}, it failed "
+                f"({category or 'uncategorized'}, {record.failure['code']}) instead of returning a chain that fits; "
+                "dropping sections always gives one (R-COMPACTOR-MUST-FIT)")
 
     # -- answers --
 
@@ -419,10 +438,13 @@ def _own(judge):
 
 def _fits(part: str, what: str):
     """A budget assertion over `part` (its own sections, or the whole chain): with no section (a failed
-    call, an empty reply) nothing exceeds the budget, but nothing was shown to fit it either."""
+    call, an empty reply) nothing exceeds the budget, but nothing was shown to fit it either; a compactor
+    that failed instead of fitting the chain it was handed fails it (R-COMPACTOR-MUST-FIT)."""
     def check(want, seen: dict, checker: Checker) -> list[str]:
         if part not in seen:
             return ["nothing observed: the step is not a contribute call"]
+        if part == "chain" and checker.gave_up(seen["record"]):
+            return [checker.gave_up(seen["record"])]
         if not seen[part]:
             raise NotEvaluable
         total = checker.counting.total(seen["record"], seen[part])

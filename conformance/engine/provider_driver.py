@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,10 +84,11 @@ def _check_paths(doc: dict, source: str) -> None:
             raise InputError(source, problem, where)
 
 
-def from_vector(doc: dict, run: int = 0) -> ProviderCase:
+def from_vector(doc: dict, run: int = 0, last_step: int | None = None) -> ProviderCase:
+    """The case a vector document describes; a sweep's sub-run `run` stops after `last_step`."""
     files = doc.get("files") or DEFAULT_FILES
     steps = []
-    for i, step in enumerate(doc["steps"]):
+    for i, step in enumerate(doc["steps"][:None if last_step is None else last_step + 1]):
         kind = next(k for k in step if k not in ("note", "expect", "sweep"))
         steps.append(Step(kind, step[kind], step.get("expect", {}), i))
     return ProviderCase(doc["id"], files, doc.get("source", next(iter(files))), tuple(steps),
@@ -127,6 +129,7 @@ class StepRecord:
     counts: list[CountRecord] = field(default_factory=list)
     source_text: str | None = None  # the source fixture as it stood at this step
     unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
+    counting_off: bool = False   # the vector had CountTokens fail during this step
     finished: bool = False       # the step ran to its end (an error may cut it short)
 
 
@@ -191,10 +194,13 @@ class SuiteKernel:
         return {"count": record.count, "exact": record.exact}
 
 
-def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Path) -> ProviderTranscript:
-    transcript = ProviderTranscript(workdir, models=case.models, served=served_to(binding))
+def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Path,
+          capabilities: dict | None = None) -> ProviderTranscript:
+    """Every step of the case, after a get_capabilities call (unless `capabilities` says what an earlier
+    run of the same case was told: a sweep's sub-run)."""
+    transcript = ProviderTranscript(workdir, capabilities, models=case.models, served=served_to(binding))
     kernel = SuiteKernel(case.models, transcript.served)
-    steps = (Step("get_capabilities", {}, {}, -1), *case.steps)
+    steps = case.steps if capabilities is not None else (Step("get_capabilities", {}, {}, -1), *case.steps)
     try:
         if workdir.is_symlink() or workdir.parent.is_symlink() or not workdir.is_dir():  # see case_directory
             raise HarnessError(f"the case directory {workdir} was replaced, by an implementation?")
@@ -221,6 +227,7 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
         raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
                            f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
     record.source_text = source.read_text(encoding="utf-8", errors="replace") if source.is_file() else None
+    record.counting_off = kernel.failing
     if step.kind == "delete":
         target = _confined(workdir, step.spec, f"steps[{step.index}].delete")
         try:
@@ -329,6 +336,21 @@ def case_directory(run_dir: Path, case_id: str) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError:
             pass  # something not a directory is in the way: drive() reports it
+    return folder
+
+
+def emptied(folder: Path) -> Path:
+    """The case's folder with nothing left in it, for the next sub-run of a sweep: what the last run and the
+    implementation put there goes, without following a symlink out (drive() reports a replaced folder)."""
+    if folder.is_dir() and not folder.is_symlink():
+        for entry in os.scandir(folder):
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass  # left for drive() to trip over, as an error of the case
     return folder
 
 

@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 from conformance.bindings.base import Binding
 from conformance.engine import provider_checks, sweep
 from conformance.engine.connection import Connection
-from conformance.engine.provider_driver import case_directory, drive, from_vector
+from conformance.engine.provider_driver import case_directory, drive, emptied, from_vector
 from conformance.engine.results import CaseResult, suite_defect
 from conformance.manifest import Manifest
 from conformance.vectors import Vector
@@ -42,10 +42,12 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
 
     def play(binding: Binding) -> str | None:
         """Every sub-run of the case on this binding (a sweep's values are not new processes); the first
-        one that errs ends the case."""
+        one that errs ends the case. Sub-runs start from the capabilities the first run was given."""
+        capabilities, folder = None, case_directory(run_dir, vector.id)
         for number, run in enumerate(vector.sub_runs()):
-            case = from_vector(run.doc, number)
-            transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id + (f"@{number}" if number else "")))
+            case = from_vector(run.doc, number, run.last_step)
+            transcript = drive(binding, case, manifest, emptied(folder) if number else folder, capabilities)
+            capabilities = transcript.capabilities
             reason = applies(case.applies_to, manifest, transcript.capabilities or {})
             if reason:
                 result.skipped, result.needs = f"the case is {reason[0]}", reason[1]

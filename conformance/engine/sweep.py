@@ -5,7 +5,9 @@ provider entry may carry `sweep: {FIELD: {from: A, to: B}}` or `{FIELD: [A, B, .
 FIELD (dotted for a nested field, `model_target.effective_ceiling`) is an
 integer input of that object, and the case runs once as written and once more
 at every other value, each run a sub-run of the same case (same binding, same
-result). Several fields are swept one at a time, the others as written. The
+result). A provider's sub-run plays the steps up to the swept one (the later
+ones never see the value); a kernel's, being a new load, all of them. Several
+fields are swept one at a time, the others as written. The
 vector's assertions and the invariants are judged in every sub-run, and a
 finding made in one names it by its label, `steps[1].contribute.token_budget=49`,
 which `ctxconf replay FILE --at LABEL` runs alone.
@@ -17,7 +19,6 @@ file and field), and builds the document of each sub-run; the role runners
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -44,8 +45,15 @@ class Sweep:
 
 @dataclass(frozen=True)
 class SubRun:
-    label: str    # "" for the vector as written
+    label: str               # "" for the vector as written
     doc: dict
+    last_step: int | None = None  # a provider sub-run ends with its swept step: the later ones do not see the value
+
+    @property
+    def steps(self) -> list[dict]:
+        """The provider steps this sub-run plays."""
+        steps = self.doc["steps"]
+        return steps if self.last_step is None else steps[:self.last_step + 1]
 
 
 def _hosts(doc: dict) -> Iterator[tuple[str, dict, tuple]]:
@@ -71,17 +79,22 @@ def declared(doc: dict) -> list[Sweep]:
 
 
 def at(doc: dict, sweep: Sweep, value: int) -> dict:
-    """A copy of the document with the swept input set to value."""
-    changed = copy.deepcopy(doc)
+    """The document with the swept input set to value: the objects on the way to it are copied, the rest is
+    shared with `doc` (which is never changed). TypeError when the way passes through something else."""
+    changed = dict(doc)
     place = changed
-    for key in sweep.target[:-1]:
-        if isinstance(key, str) and key not in place:
-            place[key] = {}
-        place = place[key]
-        if not isinstance(place, (dict, list)):
+    for key, below in zip(sweep.target[:-1], sweep.target[1:]):
+        if isinstance(place, list) and isinstance(key, int) and key < len(place):
+            inner = place[key]
+        elif isinstance(place, dict) and isinstance(key, str):
+            inner = place.get(key, {})
+        else:
             raise TypeError(key)
+        inner = dict(inner) if isinstance(inner, dict) else list(inner) if isinstance(inner, list) else inner
+        place[key] = inner
+        place = inner
     if not isinstance(place, dict):
-        raise TypeError(sweep.target[-2])
+        raise TypeError(sweep.target[-1])
     place[sweep.target[-1]] = value
     return changed
 
@@ -127,8 +140,13 @@ def sub_runs(doc: dict, only: str | None = None) -> list[SubRun]:
         return [sub_run(doc, only)]
     runs = [SubRun("", doc)]
     for sweep in declared(doc):
-        runs += [SubRun(sweep.label(v), at(doc, sweep, v)) for v in sweep.values if v != _nominal(doc, sweep)]
+        runs += [_sub_run(doc, sweep, v) for v in sweep.values if v != _nominal(doc, sweep)]
     return runs
+
+
+def _sub_run(doc: dict, sweep: Sweep, value: int) -> SubRun:
+    last = sweep.target[1] if sweep.target[0] == "steps" else None
+    return SubRun(sweep.label(value), at(doc, sweep, value), last)
 
 
 def sub_run(doc: dict, label: str) -> SubRun:
@@ -141,7 +159,7 @@ def sub_run(doc: dict, label: str) -> SubRun:
         number = int(value)
     except ValueError:
         raise ValueError(f"{value!r} is not an integer") from None
-    return SubRun(sweep.label(number), at(doc, sweep, number))
+    return _sub_run(doc, sweep, number)
 
 
 def named(label: str, where: str) -> str:

@@ -14,7 +14,7 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.proofs.provider_variants import BlockPerParagraph
+from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph
 from conformance.reference.provider_base import Counter, ReferenceProvider, context_failure, text_block
 from conformance.wire import tokens
 
@@ -483,6 +483,34 @@ class CompactorTrustsStatedTokens(Compactor):
 
     def fit_chain(self, prior, budget, count):
         return prior if sum(s["tokens"] for s in prior) <= budget else super().fit_chain(prior, budget, count)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorOneTokenOverWithStatus(AppendsStatus):
+    """Appends a status section of its own, and fits the rest of the chain to one token more than the status
+    leaves: over by one whenever the chain it keeps lands exactly there."""
+
+    def fit_rest(self, prior, room, count):
+        return super().fit_rest(prior, room + 1, count)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorTrustsStatedTokensWithStatus(AppendsStatus):
+    """Appends a status section of its own, and decides whether the rest of the chain fits by the token
+    figures the prior sections state, not by counting them."""
+
+    def fit_rest(self, prior, room, count):
+        return prior if sum(s["tokens"] for s in prior) <= room else super().fit_rest(prior, room, count)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorGivesUpWhenOverBudget(Compactor):
+    """Answers budget_exceeded whenever the chain it is handed is over its budget, and so never compacts."""
+
+    def fit_chain(self, prior, budget, count):
+        if self.total(prior, count) > budget:
+            raise context_failure("budget_exceeded", f"the chain it was handed does not fit {budget} tokens")
+        return prior
 
 
 @mutant("C-SUMMARIZE")

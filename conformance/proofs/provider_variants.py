@@ -200,6 +200,42 @@ class CompactorMergesAll(Compactor):
         return prior if self.total(prior, count) <= budget else self.merged(prior, budget, count)
 
 
+@variant("answers a token_budget of 0 with an invalid_request error", "R-UNSERVABLE-REQUEST")
+class CompactorRefusesZeroBudget(Compactor):
+    def contribute(self, request, call):
+        if int(request["request"].get("token_budget", 0)) == 0:
+            raise context_failure("invalid_request", "a token_budget of 0 leaves no room for any chain")
+        return super().contribute(request, call)
+
+
+class AppendsStatus(Compactor):
+    """A compactor that adds a status section of its own after the chain: fit_chain fits the prior chain to the
+    budget the status leaves (the status is left out when not even it fits). Its mutants in provider_mutants
+    get the budget arithmetic wrong in the ways the sweeping compactor vectors exist to catch."""
+
+    STATUS_LABEL = "Compaction status"
+
+    def status(self, prior: list[dict], count) -> dict:
+        text = f"Compaction status: {len(prior)} section(s) received; the chain above was fitted to its budget."
+        return self.section(self.STATUS_LABEL, text, count(text_block(text)), False)
+
+    def fit_chain(self, prior, budget, count):
+        status = self.status(prior, count)
+        room = budget - status["tokens"]
+        if room < 0:
+            return super().fit_chain(prior, budget, count)
+        return self.fit_rest(prior, room, count) + [status]
+
+    def fit_rest(self, prior, room, count):
+        return super().fit_chain(prior, room, count)
+
+
+@variant("appends a status section of its own, and fits the chain to what the status leaves of the budget",
+         "context/data-types.md#ordering--chaining")
+class CompactorAppendsStatus(AppendsStatus):
+    pass
+
+
 @variant("summarizes every section into one of its own, under its own name",
          "context/data-types.md#ordering--chaining")
 class CompactorSummarizesUnderItsOwnName(Compactor):
