@@ -131,7 +131,7 @@ class Checker:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
 
     def check(self, record: StepRecord) -> None:
-        where = f"step {record.step.index + 1} ({record.step.kind})" if record.step.index >= 0 else "start (get_capabilities)"
+        where = record.where
         for count in record.counts:
             self.add("P-COUNTTOKENS-TEXT-ONLY", not count.refused.startswith("CountTokens content"),
                      "a CountTokens request held a non-text block", where)
@@ -195,10 +195,14 @@ class Checker:
                  f"the capabilities changed from {self.capabilities} to {caps}", where)
 
     def check_describe(self, record: StepRecord, where: str) -> None:
+        """Every field of the ProducerRef the spec names (context/protocol.md#describe) is reported: the
+        strings set, the context category, a protocol version (0 is proto3's unset)."""
         producer = record.result.get("producer", {})
-        problems = [f"{field} is empty" for field in ("name", "version") if not producer.get(field)]
+        problems = [f"{field} is empty" for field in ("name", "version", "source") if not producer.get(field)]
         if producer.get("category") != "CATEGORY_CONTEXT":
             problems.append(f"category is {producer.get('category')}, not CATEGORY_CONTEXT")
+        if int(producer.get("protocol_version") or 0) < 1:
+            problems.append(f"protocol_version is {producer.get('protocol_version', 0)}, not a version")
         self.add("P-DESCRIBE", not problems, "; ".join(problems), where)
 
     def check_contribute(self, record: StepRecord, where: str) -> None:

@@ -76,6 +76,7 @@ def _check_paths(doc: dict, source: str) -> None:
     for i, step in enumerate(doc["steps"]):
         named += [(f"steps[{i}].delete", step["delete"])] if "delete" in step else []
         named += [(f"steps[{i}].write.{name}", name) for name in step.get("write") or {}]
+        named += [(f"steps[{i}].spoil.{name}", name) for name in step.get("spoil") or {}]
     for where, name in named:
         problem = path_problem(CASE_STAND_IN, name, follow_symlinks=False)
         if problem is None and os.path.normpath(CASE_STAND_IN / name) == str(CASE_STAND_IN):
@@ -130,6 +131,14 @@ class StepRecord:
     source_text: str | None = None  # the source fixture as it stood at this step
     unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
     counting_off: bool = False   # the vector had CountTokens fail during this step
+    omitted: str = ""            # a configure step's required field left out of this call (missing_required)
+
+    @property
+    def where(self) -> str:
+        """The step, as a finding names it."""
+        if self.step.index < 0:
+            return "start (get_capabilities)"
+        return f"step {self.step.index + 1} ({self.step.kind}" + (f" without {self.omitted!r})" if self.omitted else ")")
     finished: bool = False       # the step ran to its end (an error may cut it short)
 
 
@@ -141,6 +150,7 @@ class ProviderTranscript:
     error: str | None = None
     models: dict = field(default_factory=dict)       # the case's models: id -> tokenizer
     served: set = field(default_factory=set)          # every count served to this process (see Served)
+    spoiled: dict = field(default_factory=dict)       # fixture name -> what a spoil step made of it
 
 
 class Served(set):
@@ -206,11 +216,11 @@ def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Pat
             raise HarnessError(f"the case directory {workdir} was replaced, by an implementation?")
         write_files(workdir, case.files, "files")
         for step in steps:
-            record = StepRecord(step)
-            transcript.records.append(record)
-            kernel.counts = record.counts
-            run_step(binding, step, record, kernel, manifest, case, transcript)
-            record.finished = True
+            for record in step_records(step, transcript, manifest, case):
+                transcript.records.append(record)
+                kernel.counts = record.counts
+                run_step(binding, record, kernel, manifest, case, transcript)
+                record.finished = True
         check_quiet(binding)
     except HarnessError as exc:
         transcript.error = str(exc)
@@ -219,39 +229,38 @@ def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Pat
     return transcript
 
 
-def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
+def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest, case: ProviderCase) -> list[StepRecord]:
+    """One record per call a step makes. A configure step with missing_required makes one call per field the
+    provider's config_schema marks required (and the manifest's config sets), each left out in turn."""
+    if step.kind != "configure" or not step.spec.get("missing_required"):
+        return [StepRecord(step)]
+    config = manifest.configured(transcript.workdir, case.source)
+    required = [a["name"] for a in ((transcript.capabilities or {}).get("config_schema") or {}).get("attributes", [])
+                if a.get("required") and a.get("name") in config]
+    if not required:
+        return [StepRecord(step, unserved="its config_schema marks no field of the manifest's config required")]
+    return [StepRecord(step, omitted=name) for name in dict.fromkeys(required)]
+
+
+def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
              case: ProviderCase, transcript: ProviderTranscript) -> None:
-    workdir = transcript.workdir
-    source = _confined(workdir, case.source, "the source fixture")
-    if source.is_file() and source.stat().st_size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
-        raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
-                           f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
-    record.source_text = source.read_text(encoding="utf-8", errors="replace") if source.is_file() else None
+    step, workdir = record.step, transcript.workdir
+    record.source_text = _source_text(case, transcript)
     record.counting_off = kernel.failing
-    if step.kind == "delete":
-        target = _confined(workdir, step.spec, f"steps[{step.index}].delete")
-        try:
-            target.unlink(missing_ok=True)
-        except OSError as exc:
-            raise HarnessError(f"steps[{step.index}].delete: cannot delete {step.spec!r}: {exc.strerror}") from None
-        return
-    if step.kind == "write":
-        write_files(workdir, step.spec, f"steps[{step.index}].write")
+    if step.kind in ("delete", "write", "spoil"):
+        change_files(step, transcript)
         return
     if step.kind == "count_tokens":
         kernel.failing = step.spec == "fail"
         return
+    if record.unserved:
+        return
     if step.kind == "configure":
-        config = manifest.configured(workdir, case.source, bad=bool(step.spec.get("bad")))
-        for name, value in manifest.paths(workdir, case.source, bad=bool(step.spec.get("bad"))):
-            _confined(workdir, value, f"the manifest's {name}", file=False)
-        if step.spec.get("missing_required"):
-            required = _first_required(transcript.capabilities or {}, config)
-            if required is None:
-                record.unserved = "its config_schema marks no field of the manifest's config required"
-                return
-            config = {k: v for k, v in config.items() if k != required}
-        fields = {"config": config}
+        bad = bool(step.spec.get("bad"))
+        config = manifest.configured(workdir, case.source, bad=bad)
+        for name, value in manifest.paths(workdir, case.source, bad=bad):
+            _confined(workdir, value, f"the manifest's {name}", file=False, spoiled=transcript.spoiled)
+        fields = {"config": {k: v for k, v in config.items() if k != record.omitted}}
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
         fields = {"request": contribute_request(step, budget, workdir, case.run, case.models)}
@@ -270,6 +279,83 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
     record.result = _canonical(step.kind, result)
     if step.kind == "get_capabilities" and transcript.capabilities is None:
         transcript.capabilities = record.result.get("capabilities", {})
+
+
+def _source_text(case: ProviderCase, transcript: ProviderTranscript) -> str | None:
+    """The source fixture as it stands (None when it is not a readable file: gone, or spoiled)."""
+    if case.source in transcript.spoiled:
+        return None
+    source = _confined(transcript.workdir, case.source, "the source fixture")
+    if source.is_file() and source.stat().st_size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
+        raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
+                           f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
+    return source.read_text(encoding="utf-8", errors="replace") if source.is_file() else None
+
+
+def change_files(step: Step, transcript: ProviderTranscript) -> None:
+    """A delete, write or spoil step. What a spoil step made of a file goes before the file is written or
+    deleted again."""
+    workdir, field = transcript.workdir, f"steps[{step.index}].{step.kind}"
+    names = [step.spec] if step.kind == "delete" else list(step.spec)
+    for name in names:
+        if name in transcript.spoiled:
+            _unspoil(workdir / name, field)
+            del transcript.spoiled[name]
+    if step.kind == "write":
+        write_files(workdir, step.spec, field)
+    elif step.kind == "spoil":
+        for name, how in step.spec.items():
+            transcript.spoiled[name] = spoil(_confined(workdir, name, field), how, field)
+    else:
+        target = _confined(workdir, step.spec, field)
+        try:
+            target.unlink(missing_ok=True)
+        except OSError as exc:
+            raise HarnessError(f"{field}: cannot delete {step.spec!r}: {exc.strerror}") from None
+
+
+NOT_TEXT = b"\n\xff\xfe\x00 and bytes that are not UTF-8: \xc3\x28 \x80\x81\n"
+
+
+def spoil(target: Path, how: str, field: str) -> str:
+    """Make a fixture file unreadable, a directory, or not text (NOT_TEXT after what it held); what it
+    became, in words. Unreadable is a file without read permission, or, where permissions do not stop a
+    read (the suite runs as root), a symlink to itself, which no process can open."""
+    try:
+        if how == "directory":
+            target.unlink(missing_ok=True)
+            target.mkdir()
+            return "a directory"
+        if how == "not-text":
+            target.write_bytes((target.read_bytes() if target.is_file() else b"") + NOT_TEXT)
+            return "a file that is not UTF-8 text"
+        target.touch()
+        target.chmod(0)
+        if not _readable(target):
+            return "a file without read permission"
+        target.unlink()
+        os.symlink(target.name, target)
+        return "a symlink to itself (the suite runs with the right to read any file, so permissions would not do)"
+    except OSError as exc:
+        raise HarnessError(f"{field}: cannot make {target.name!r} {how}: {exc.strerror}") from None
+
+
+def _readable(path: Path) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
+
+
+def _unspoil(target: Path, field: str) -> None:
+    try:
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+    except OSError as exc:
+        raise HarnessError(f"{field}: cannot put {target.name!r} back: {exc.strerror}") from None
 
 
 def contribute_request(step: Step, default_budget: int, workdir: Path, run: int = 0,
@@ -294,14 +380,6 @@ def contribute_request(step: Step, default_budget: int, workdir: Path, run: int 
     })
 
 
-def _first_required(capabilities: dict, config: dict) -> str | None:
-    """The first attribute the provider's config_schema marks required that the config sets."""
-    for attribute in (capabilities.get("config_schema") or {}).get("attributes", []):
-        if attribute.get("required") and attribute.get("name") in config:
-            return attribute["name"]
-    return None
-
-
 def write_files(workdir: Path, files: dict[str, str], field: str) -> None:
     """Fixture files (the vector's `field`), never outside the case's directory."""
     for name, text in files.items():
@@ -315,11 +393,14 @@ def write_files(workdir: Path, files: dict[str, str], field: str) -> None:
             raise HarnessError(f"{field}: cannot write {name!r}: {exc.strerror}") from None
 
 
-def _confined(workdir: Path, name: str, what: str, file: bool = True) -> Path:
+def _confined(workdir: Path, name: str, what: str, file: bool = True, spoiled: dict | None = None) -> Path:
     """workdir/name with symlinks followed, checked at the moment of use: the names were checked on load,
-    so only a symlink the implementation made can lead outside now, and that is the case's error."""
-    problem = path_problem(workdir, name)
-    target = (workdir / name).resolve() if problem is None else None
+    so only a symlink the implementation made can lead outside now, and that is the case's error. A file
+    the suite itself spoiled (a symlink to itself) is checked by its name alone."""
+    lexical = os.path.relpath(os.path.normpath(workdir / name), workdir)
+    follow = not (spoiled and lexical in spoiled)
+    problem = path_problem(workdir, name, follow_symlinks=follow)
+    target = ((workdir / name).resolve() if follow else Path(os.path.normpath(workdir / name))) if problem is None else None
     if file and target == workdir.resolve():
         problem = f"{name!r} names the case directory itself"
     if problem:

@@ -8,7 +8,9 @@ unavoidably breaks with them that its killing vectors do not cite. `manifest` na
 from __future__ import annotations
 
 import math
+import os
 import unicodedata
+from pathlib import Path
 
 from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
@@ -81,6 +83,44 @@ class DescribesAsTool(FileReader):
         return reply
 
 
+@mutant("P-DESCRIBE")
+class DescribesWithoutSource(FileReader):
+    """Reports no source in its ProducerRef."""
+
+    def describe(self, request, call):
+        reply = super().describe(request, call)
+        reply["producer"]["source"] = ""
+        return reply
+
+
+@mutant("P-DESCRIBE")
+class DescribesWithoutProtocolVersion(FileReader):
+    """Leaves the ProducerRef's protocol_version unset (0)."""
+
+    def describe(self, request, call):
+        reply = super().describe(request, call)
+        del reply["producer"]["protocol_version"]
+        return reply
+
+
+@mutant("P-CAP-STATIC-PROPERTIES")
+class StabilityFromLastRead(FileReader):
+    """Declares the stability the front matter of its file asked for when it last read it, at Contribute."""
+
+    declared = ""
+
+    def read(self):
+        text = super().read()
+        self.declared = "STABILITY_DYNAMIC" if "stability: dynamic" in text else ""
+        return text
+
+    def get_capabilities(self, request, call):
+        reply = super().get_capabilities(request, call)
+        if self.declared:
+            reply["capabilities"]["stability"] = self.declared
+        return reply
+
+
 @mutant("P-RPCS")
 class NoDescribe(FileReader):
     """Does not implement Describe."""
@@ -96,7 +136,6 @@ class AcceptsMissingSource(FileReader):
     """Accepts any path at Configure and finds out at Contribute."""
 
     def resolve(self, root, path):
-        from pathlib import Path
         return Path(root) / path
 
 
@@ -110,6 +149,19 @@ class ConfigureDefersMissingFields(FileReader):
             self.path = None  # Contribute will say it was never configured
             return {}
         return super().configure(request, call)
+
+
+@mutant("P-CONFIGURE-REQUIRED-FIELD")
+class DefaultsSecondRequiredField(FileReader):
+    """Rejects a configuration without root, but quietly reads the first Markdown file under root when path,
+    required too, is missing."""
+
+    def configure(self, request, call):
+        config = request.get("config") or {}
+        if isinstance(config.get("root"), str) and "path" not in config:
+            found = sorted(Path(config["root"]).glob("*.md"))
+            config = {**config, "path": found[0].name} if found else config
+        return super().configure({**request, "config": config}, call)
 
 
 @mutant("P-CONTEXT-ERROR-FIELDS", also=["P-ERROR-CATEGORIZED"])
@@ -379,6 +431,54 @@ class SilentWhenSourceVanishes(FileReader):
             return super().read()
         except CallFailed:
             return ""
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class OnlyMissingIsUnavailable(FileReader):
+    """Reports a missing file as source_unavailable, and any other read error (no permission, a directory)
+    as unknown: it catches FileNotFoundError alone."""
+
+    def read(self):
+        try:
+            return self.path.read_text(encoding="utf-8-sig", errors="replace")
+        except FileNotFoundError:
+            raise context_failure("source_unavailable", f"{self.label} is gone", retryable=True) from None
+        except OSError as exc:
+            raise context_failure("unknown", f"reading {self.label} failed: {exc}") from None
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class SilentWhenUnreadable(FileReader):
+    """Contributes nothing, without an error, when its file is there but cannot be opened."""
+
+    def read(self):
+        unopenable = self.path.is_symlink() and not self.path.exists()  # a symlink loop
+        if unopenable or (self.path.is_file() and not os.access(self.path, os.R_OK)):
+            return ""
+        return super().read()
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class SilentOnDirectory(FileReader):
+    """Contributes nothing, without an error, when a directory stands where its file was."""
+
+    def read(self):
+        return "" if self.path.is_dir() else super().read()
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class StrictDecodingIsUnknown(FileReader):
+    """Decodes its file strictly as UTF-8 and lets a decoding error out as an unknown failure."""
+
+    def read(self):
+        text = super().read()  # a file that is gone or unopenable is source_unavailable, as in the reference
+        try:
+            self.path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise context_failure("unknown", f"{self.label}: {exc}") from None
+        except OSError:
+            pass
+        return text
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
