@@ -51,10 +51,15 @@ def load_file(path: Path, catalog: Catalog, root: Path | None = None) -> Vector:
             raise InputError(source, f"id {doc['id']!r} must match the file's place, {expected_id!r}", "id")
     _check_citations(doc, catalog, source)
     _check_inputs(doc, role, source)
-    sweep.check(doc, source, lambda changed: (check(f"{role}-vector.json", changed, source),
-                                              _check_inputs(changed, role, source)))
+    sweep.check(doc, source, lambda changed: _check(changed, role, source))
     return Vector(doc["id"], doc["title"], tuple(doc["requirements"]), tuple(doc.get("rulings", ())),
                   tuple(doc.get("needs", ())), doc, path)
+
+
+def _check(doc: dict, role: str, source: str) -> None:
+    """A document as its schema and the role's own input checks see it (a sweep's value in place)."""
+    check(f"{role}-vector.json", doc, source)
+    _check_inputs(doc, role, source)
 
 
 def _check_inputs(doc: dict, role: str, source: str) -> None:
@@ -72,8 +77,10 @@ def at(vector: Vector, label: str) -> Vector:
     except ValueError as exc:
         raise InputError("--at", str(exc)) from None
     role = vector.id.split("/")[0]
-    check(f"{role}-vector.json", run.doc, f"{vector.path} at {run.label}")
-    _check_inputs(run.doc, role, f"{vector.path} at {run.label}")
+    try:
+        _check(run.doc, role, str(vector.path))
+    except InputError as exc:
+        raise InputError("--at", f"{run.label} is not a valid input of {vector.path}: {exc}") from None
     return replace(vector, at=run.label)
 
 
