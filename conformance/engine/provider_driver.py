@@ -19,7 +19,7 @@ from pathlib import Path
 from conformance.bindings.base import Binding, CallFailed, HarnessError
 from conformance.engine import shorthand
 from conformance.engine.kernel_driver import check_quiet
-from conformance.manifest import CASE_STAND_IN, DEFAULT_SOURCE, Manifest, path_problem
+from conformance.manifest import CASE_STAND_IN, DEFAULT_SOURCE, Manifest, confined, path_problem, real_path
 from conformance.schemas import MAX_FILE_BYTES, InputError
 from conformance.wire import forms, tokens
 
@@ -128,7 +128,7 @@ class StepRecord:
     result: dict | None = None   # its answer (canonical)
     failure: dict | None = None  # its error answer: {code, message, context_error}
     counts: list[CountRecord] = field(default_factory=list)
-    source_text: str | None = None  # the source fixture as it stood at this step
+    source_text: str | None = None  # the source fixture as it stood at this step (a contribute step)
     unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
     counting_off: bool = False   # the vector had CountTokens fail during this step
     omitted: str = ""            # a configure step's required field left out of this call (missing_required)
@@ -245,7 +245,7 @@ def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest,
 def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
              case: ProviderCase, transcript: ProviderTranscript) -> None:
     step, workdir = record.step, transcript.workdir
-    record.source_text = _source_text(case, transcript)
+    record.source_text = _source_text(case, transcript) if step.kind == "contribute" else None
     record.counting_off = kernel.failing
     if step.kind in ("delete", "write", "spoil"):
         change_files(step, transcript)
@@ -397,11 +397,9 @@ def _confined(workdir: Path, name: str, what: str, file: bool = True, spoiled: d
     """workdir/name with symlinks followed, checked at the moment of use: the names were checked on load,
     so only a symlink the implementation made can lead outside now, and that is the case's error. A file
     the suite itself spoiled (a symlink to itself) is checked by its name alone."""
-    lexical = os.path.relpath(os.path.normpath(workdir / name), workdir)
-    follow = not (spoiled and lexical in spoiled)
-    problem = path_problem(workdir, name, follow_symlinks=follow)
-    target = ((workdir / name).resolve() if follow else Path(os.path.normpath(workdir / name))) if problem is None else None
-    if file and target == workdir.resolve():
+    follow = not (spoiled and os.path.relpath(os.path.normpath(workdir / name), workdir) in spoiled)
+    target, problem = confined(workdir, name, follow_symlinks=follow)
+    if file and target == real_path(workdir):
         problem = f"{name!r} names the case directory itself"
     if problem:
         raise HarnessError(f"{what}: {problem}")

@@ -73,34 +73,33 @@ class StabilityFromSource(FileReader):
         return reply
 
 
+class _ChangesProducer(FileReader):
+    """Describes itself with CHANGES made to the reference's ProducerRef."""
+
+    CHANGES: dict = {}
+
+    def describe(self, request, call):
+        reply = super().describe(request, call)
+        reply["producer"].update(self.CHANGES)
+        return reply
+
+
 @mutant("P-DESCRIBE")
-class DescribesAsTool(FileReader):
+class DescribesAsTool(_ChangesProducer):
     """Reports itself as a tool provider."""
-
-    def describe(self, request, call):
-        reply = super().describe(request, call)
-        reply["producer"]["category"] = "CATEGORY_TOOL"
-        return reply
+    CHANGES = {"category": "CATEGORY_TOOL"}
 
 
 @mutant("P-DESCRIBE")
-class DescribesWithoutSource(FileReader):
+class DescribesWithoutSource(_ChangesProducer):
     """Reports no source in its ProducerRef."""
-
-    def describe(self, request, call):
-        reply = super().describe(request, call)
-        reply["producer"]["source"] = ""
-        return reply
+    CHANGES = {"source": ""}
 
 
 @mutant("P-DESCRIBE")
-class DescribesWithoutProtocolVersion(FileReader):
+class DescribesWithoutProtocolVersion(_ChangesProducer):
     """Leaves the ProducerRef's protocol_version unset (0)."""
-
-    def describe(self, request, call):
-        reply = super().describe(request, call)
-        del reply["producer"]["protocol_version"]
-        return reply
+    CHANGES = {"protocol_version": 0}
 
 
 @mutant("P-CAP-STATIC-PROPERTIES")
