@@ -245,7 +245,7 @@ def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest,
 def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
              case: ProviderCase, transcript: ProviderTranscript) -> None:
     step, workdir = record.step, transcript.workdir
-    record.source_text = _source_text(case, transcript) if step.kind == "contribute" else None
+    record.source_text = _source_text(case, transcript, read=step.kind == "contribute")
     record.counting_off = kernel.failing
     if step.kind in ("delete", "write", "spoil"):
         change_files(step, transcript)
@@ -281,15 +281,16 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
         transcript.capabilities = record.result.get("capabilities", {})
 
 
-def _source_text(case: ProviderCase, transcript: ProviderTranscript) -> str | None:
-    """The source fixture as it stands (None when it is not a readable file: gone, or spoiled)."""
+def _source_text(case: ProviderCase, transcript: ProviderTranscript, read: bool) -> str | None:
+    """The source fixture as it stands, when `read` (a contribute step: its reply is judged against it); None
+    when it is not a readable file (gone, or spoiled). Its size is checked at every step."""
     if case.source in transcript.spoiled:
         return None
     source = _confined(transcript.workdir, case.source, "the source fixture")
     if source.is_file() and source.stat().st_size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
         raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
                            f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
-    return source.read_text(encoding="utf-8", errors="replace") if source.is_file() else None
+    return source.read_text(encoding="utf-8", errors="replace") if read and source.is_file() else None
 
 
 def change_files(step: Step, transcript: ProviderTranscript) -> None:
