@@ -23,10 +23,11 @@ class Vector:
     doc: dict
     path: Path
     at: str | None = None  # `ctxconf replay --at`: only the sub-run of a sweep this label names
+    swept: bool = True     # False: only as written (the self-test over a binding whose transport is all at stake)
 
     def sub_runs(self) -> list[sweep.SubRun]:
         """The runs of this case: as written, then each value of each sweep (or only the one `at` names)."""
-        return sweep.sub_runs(self.doc, self.at)
+        return sweep.sub_runs(self.doc, self.at) if self.swept else [sweep.SubRun("", self.doc)]
 
 
 def load_dir(role: str, catalog: Catalog, root: Path | None = None) -> list[Vector]:
