@@ -52,8 +52,8 @@ class Ruling:
     reasoning: str
     applies: str
     tests: str
-    readings: tuple[dict, ...] = ()  # each {reading, verdict: accepted | forbidden}
-    forbids: str = ""                # the spec text that rules the forbidden readings out
+    readings: tuple[dict, ...] = ()   # each reading of the text: {reading, accepted, proof}
+    forbids: tuple[dict, ...] = ()    # a strict ruling's quotes of the text ruling out the others: {anchor, quote}
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS)
     check("catalog.json#/$defs/Rulings", rul_doc, str(rulings))
     _unique(rul_doc["rulings"], str(rulings))
     reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ()))}) for r in req_doc["requirements"]}
-    ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"]), "readings": tuple(r.get("readings", ()))})
-            for r in rul_doc["rulings"]}
+    ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"]), "readings": tuple(r.get("readings", ())),
+                               "forbids": tuple(r.get("forbids", ()))}) for r in rul_doc["rulings"]}
     return Catalog(req_doc["spec_revision"], reqs, ruls)
 
 
@@ -106,21 +106,29 @@ def github_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def anchors_in(markdown: str) -> set[str]:
-    found: set[str] = set()
+def sections_in(markdown: str) -> dict[str, str]:
+    """Each heading's GitHub anchor (repeats numbered as GitHub does) and the text under it, up to the next
+    heading of any level."""
+    sections: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
+    current: list[str] = []
     in_fence = False
     for line in markdown.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence
-            continue
         match = None if in_fence else _HEADING.match(line)
         if match:
             anchor = github_anchor(match.group(2))
             n = counts.get(anchor, 0)
             counts[anchor] = n + 1
-            found.add(anchor if n == 0 else f"{anchor}-{n}")
-    return found
+            current = sections.setdefault(anchor if n == 0 else f"{anchor}-{n}", [])
+        else:
+            current.append(line)
+    return {anchor: "\n".join(lines) for anchor, lines in sections.items()}
+
+
+def anchors_in(markdown: str) -> set[str]:
+    return set(sections_in(markdown))
 
 
 def missing_anchors(catalog: Catalog, spec_dir: Path) -> list[str]:
@@ -140,3 +148,19 @@ def missing_anchors(catalog: Catalog, spec_dir: Path) -> list[str]:
     for r in catalog.rulings.values():
         cited += [(r.id, a) for a in r.anchors]
     return [f"{owner}: {ref}" for owner, ref in cited if not exists(ref)]
+
+
+def misquoted(catalog: Catalog, spec_dir: Path) -> list[str]:
+    """The quotes of strict rulings (`forbids`) that are not in the text of the section they cite, spacing
+    aside: a ruling that rests on text the spec does not have rests on nothing."""
+    def squeeze(text: str) -> str:  # spacing aside, and the `//` that continues a comment in a code block
+        return " ".join(re.sub(r"\s//\s", " ", text).split())
+    problems = []
+    for ruling in catalog.rulings.values():
+        for cited in ruling.forbids:
+            file, _, anchor = cited["anchor"].partition("#")
+            path = spec_dir / file
+            section = sections_in(path.read_text(encoding="utf-8")).get(anchor, "") if path.is_file() else ""
+            if squeeze(cited["quote"]) not in squeeze(section):
+                problems.append(f"{ruling.id}: {cited['anchor']} does not say {cited['quote']!r}")
+    return problems

@@ -332,6 +332,7 @@ def _requirements(args: argparse.Namespace) -> int:
         if not args.spec.is_dir():
             raise InputError(str(args.spec), "not a directory")
         problems += [f"anchor not in the spec: {m}" for m in catalog_mod.missing_anchors(catalog, args.spec)]
+        problems += [f"a ruling's quote is not in the spec: {m}" for m in catalog_mod.misquoted(catalog, args.spec)]
     for problem in problems:
         print(f"GAP: {problem}", file=sys.stderr)
     return Exit.FAILED if problems else Exit.OK

@@ -128,6 +128,15 @@ def _ruling(ruling: Ruling, catalog: Catalog, vectors: dict) -> str:
     out = [f"{ruling.id}  ({APPLIES[ruling.applies]})", *_para("question: " + ruling.question, "  "),
            *_para("decision: " + ruling.ruling, "  "), *_para("why: " + ruling.reasoning, "  "),
            *_para("how the suite applies it: " + ruling.tests, "  ")]
+    if ruling.readings:
+        out += ["", "readings of the text:"]
+        for reading in ruling.readings:
+            verdict = "accepted" if reading["accepted"] else "forbidden"
+            out += _para(f"{verdict}: {reading['reading']} (proof: {reading['proof']})", "  ")
+    for cited in ruling.forbids:
+        out += _para(f"forbidden by {cited['anchor']}: \"{cited['quote']}\"", "  ")
+    if ruling.readings or ruling.forbids:
+        out += [""]
     out += _anchors("spec", ruling.anchors)
     out += ["", f"requirements its vectors judge: {', '.join(evidenced) or 'none'}"]
     out += [textwrap.shorten(f"  {rid} {catalog.requirements[rid].level}: {catalog.requirements[rid].summary}",

@@ -51,3 +51,17 @@ def test_an_op_raising_system_exit_is_an_error_and_the_next_op_still_runs():
         assert binding.request("stop", {}) == {}
     finally:
         binding.close()
+
+
+@pytest.mark.parametrize("hello", [{}, {"implementation": {"name": "", "version": "1", "language": "py"}},
+                                   {"implementation": {"name": "k", "language": "py"}}])
+def test_a_hello_without_what_the_harness_protocol_requires_is_a_harness_error(hello):
+    """The report names the implementation by what it says of itself (found by mutation analysis: a hello of
+    {} was taken as it came, over this binding only)."""
+    class Vague:
+        def hello(self, request, call):
+            return hello
+    binding = PythonBinding("test", KERNEL_PROTOCOL, 5.0, factory=Vague)
+    with pytest.raises(HarnessError, match="hello result is malformed at"):
+        binding.start()
+    binding.close()

@@ -62,7 +62,7 @@ def test_an_error_info_instead_of_a_context_error_fails_only_the_detail(binding,
                   "P-CONFIGURE-REJECT"):
         assert status[right] == "pass", right
     vanished = next(r for r in results if r.id == "provider/errors/source-deleted-mid-session")
-    assert any(f.requirement == "P-SOURCE-UNAVAILABLE" and f.passed and f.where.startswith("step 6")
+    assert any(f.requirement == "P-SOURCE-UNAVAILABLE" and f.passed and f.where.startswith("step 7")
                for f in vanished.findings), "the steps after a failed one still run and are judged"
 
 
@@ -133,14 +133,15 @@ def test_a_rewrite_applied_against_the_rules_is_charged_once_not_to_every_later_
                                                  "stability": "STABILITY_DYNAMIC"}}
     doc = _scenario([over_budget_compactor, second])
     assert _failures(ReferenceKernel, doc) == {}
-    for name in ("CompactorUnchecked", "CompactorRewriteSurvivesRejection"):
-        assert set(_failures(kernel_mutants.MUTANTS[name], doc)) == {"K-COMPACTOR-BUDGET"}, name
+    assert set(_failures(kernel_mutants.MUTANTS["CompactorUnchecked"], doc)) == {"K-COMPACTOR-BUDGET"}
+    # R-COMPACTOR-OVER-BUDGET: its chain rejected, the rewrite may still apply; nothing after it is charged either
+    assert _failures(kernel_variants.VARIANTS["AppliesRewriteOfRejectedCompactor"], doc) == {}
 
 
 def test_later_turns_of_a_session_that_went_wrong_are_judged_by_the_invariants_alone(kernel_vectors):
-    # CarriesChainAcrossTurns breaks the first request of turn 2; the vectors' expectations for that
+    # CarriesAnotherSessionsChain breaks the first request of a turn; the vectors' expectations for that
     # session's later turns (assembled tokens, calls) were written for a kernel that had not.
-    failed = failed_requirements(certify_python(kernel_mutants.MUTANTS["CarriesChainAcrossTurns"], kernel_vectors))
+    failed = failed_requirements(certify_python(kernel_mutants.MUTANTS["CarriesAnotherSessionsChain"], kernel_vectors))
     assert failed == {"K-PRIOR-SECTIONS"}
 
 

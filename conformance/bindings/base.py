@@ -72,6 +72,20 @@ class LaunchError(Exception):
 OnCallback = Callable[[str, "str | None", dict], dict]
 
 
+SCHEMA_OF = {KERNEL_PROTOCOL: "kernel-protocol.json", PROVIDER_PROTOCOL: "provider-protocol.json"}
+
+
+def checked_hello(hello, protocol: str) -> dict:
+    """The hello result, or a HarnessError naming the first field the harness protocol requires and it lacks
+    (the report names the implementation by what it says of itself)."""
+    from conformance import schemas  # jsonschema words the error; loaded on the first start
+    problems = schemas.problems(f"{SCHEMA_OF[protocol]}#/$defs/HelloResult", hello)
+    if problems:
+        field, message = problems[0]
+        raise HarnessError(f"hello result is malformed at {field}: {message}")
+    return hello
+
+
 def no_callbacks(call: str, provider: str | None, request: dict) -> dict:
     raise CallFailed("FAILED_PRECONDITION", f"no callbacks are expected during this op ({call})")
 

@@ -42,6 +42,7 @@ class LaunchingKernel:
         self.reports: list[Path] = []     # this configuration's plugin reports
         self.launched: set[int] = set()   # every plugin pid seen, so that none outlives the run
         self.closed = False
+        self.stopped = False  # told to stop at the end of a case (R-PLUGIN-LIFETIME)
         self.planted = self._plant()
 
     def _plant(self) -> bool:
@@ -62,8 +63,10 @@ class LaunchingKernel:
 
     @property
     def features(self) -> tuple[str, ...]:
-        # The providers sit behind real gRPC connections now, whatever the kernel's own binding.
-        return tuple(dict.fromkeys((*self.inner.features, "real_transport", "concurrent_callbacks", FEATURE)))
+        # The providers sit behind real gRPC connections now, whatever the kernel's own binding. Once told to
+        # stop, it reloads no more.
+        inner = [f for f in self.inner.features if not (self.stopped and f == "reload")]
+        return tuple(dict.fromkeys((*inner, "real_transport", "concurrent_callbacks", FEATURE)))
 
     @property
     def implementation(self) -> dict:
@@ -124,6 +127,20 @@ class LaunchingKernel:
             else:
                 self.inner.request("stop", {})
         launches = [launch for report in reports for launch in _read(report)]
+        self._wait_for_exit(launches)
+        if reloads and not self.inner.broken and not all(launch["exited"] for launch in launches):
+            # R-PLUGIN-LIFETIME: a kernel may keep a configuration's plugins until it stops. Told to stop, it
+            # must let them go; it is not used again (a fresh one serves the next case).
+            self.inner.request("stop", {})
+            self.stopped = True
+            self._wait_for_exit(launches)
+        if not reloads or self.stopped:
+            self._close_inner()
+        self._kill_leftovers()
+        return launches
+
+    def _wait_for_exit(self, launches: list[dict]) -> None:
+        """Each launch's `exited`: whether it was gone within SHUTDOWN_GRACE."""
         deadline = time.monotonic() + SHUTDOWN_GRACE
         for launch in launches:
             self.launched.add(launch["pid"])
@@ -131,10 +148,6 @@ class LaunchingKernel:
                 time.sleep(0.02)
             launch["exited"] = not _alive(launch["pid"])
             launch["handed_secret"] = PLANTED_SECRET[0] in launch.get("env", ()) if self.planted else None
-        if not reloads:
-            self._close_inner()
-        self._kill_leftovers()
-        return launches
 
     def _close_inner(self) -> None:
         if not self.closed:

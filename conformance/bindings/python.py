@@ -23,7 +23,7 @@ import threading
 import traceback
 
 from conformance.bindings import trace
-from conformance.bindings.base import (CallFailed, Hang, HarnessError, LaunchError, OnCallback,
+from conformance.bindings.base import (CallFailed, Hang, HarnessError, LaunchError, OnCallback, checked_hello,
                                        deadline_exceeded, no_callbacks)
 
 
@@ -69,8 +69,8 @@ class PythonBinding:
             self.obj = self.factory()
         except Exception:
             raise HarnessError("the factory raised:\n" + traceback.format_exc(limit=6)) from None
-        hello = self.request("hello", {"protocol": self.protocol})
-        self.implementation = hello.get("implementation", {}) if isinstance(hello, dict) else {}
+        hello = checked_hello(self.request("hello", {"protocol": self.protocol}), self.protocol)
+        self.implementation = hello["implementation"]
         # In-process, a kernel's callbacks from several threads reach the suite as they happen.
         self.features = (*(hello.get("features", ()) if isinstance(hello, dict) else ()), "concurrent_callbacks")
         return hello

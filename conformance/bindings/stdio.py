@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from conformance import schemas
-from conformance.bindings.base import (CallFailed, Hang, HarnessError, OnCallback, deadline_exceeded,
+from conformance.bindings.base import (CallFailed, Hang, HarnessError, OnCallback, checked_hello, deadline_exceeded,
                                        no_callbacks)
 from conformance.bindings.jsonlines import JsonLinesProcess
 
@@ -34,12 +34,11 @@ class StdioBinding:
 
     def start(self) -> dict:
         self.process.start()
-        hello = self.request("hello", {"protocol": self.protocol})
-        schemas_problems = schemas.problems(f"{self.schema}#/$defs/HelloResult", hello)
-        if schemas_problems:
+        try:
+            hello = checked_hello(self.request("hello", {"protocol": self.protocol}), self.protocol)
+        except HarnessError:
             self.broken = True
-            field, message = schemas_problems[0]
-            raise HarnessError(f"hello result is malformed at {field}: {message}")
+            raise
         self.implementation = hello["implementation"]
         self.features = tuple(hello.get("features", ()))
         return hello

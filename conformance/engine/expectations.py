@@ -129,6 +129,9 @@ def _diagnostic_matches(matcher: dict, diagnostic: dict) -> bool:
         if key == "message_contains":
             if want not in str(diagnostic.get("message", "")):
                 return False
+        elif key == "provider_in":
+            if diagnostic.get("provider") not in want:
+                return False
         elif diagnostic.get(key) != want:
             return False
     return True

@@ -89,7 +89,10 @@ class FakeProviders:
         elif "delta" in action:
             sections = make(action["delta"])
         else:
-            sections = _rework(request.get("prior_sections", []), action, model.count)
+            # A kernel that carries the chain across turns hands a provider its own earlier sections
+            # (R-FIRING-STARTS-EMPTY): the script says what it contributes this firing, so it replaces them.
+            prior = [s for s in request.get("prior_sections", []) if fake.compactor or s.get("provider") != fake.name]
+            sections = _rework(prior, action, model.count)
             if "insert" in action:
                 at = action["insert"]["index"]
                 sections[at:at] = make(action["insert"]["sections"])

@@ -33,7 +33,7 @@ COVERS = frozenset({
     "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION", "K-ERR-INVALID-REQUEST-NO-RETRY",
     "K-ERR-INVALID-REQUEST-LOG", "K-ERR-UNKNOWN-RAW-MESSAGE", "K-NO-SILENT-FALLBACK",
     "K-TRANSFORM-ERROR-SURFACED", "K-TIMEOUT", "K-COUNT-FALLBACK-FORMULA", "K-COUNT-RESOLUTION",
-    "K-COUNT-EXACT-FLAG", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
+    "K-COUNT-EXACT-FLAG", "K-COUNT-NON-TEXT-ZERO", "KC-CONFIGURE", "KC-BUDGET-SUM-WARN", "KC-STABILITY-ORDER-WARN", "KC-NO-REORDER",
     "K-CALLBACK-CHANNEL", "K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN", "K-PLUGIN-ENV",
 })
 
@@ -42,11 +42,13 @@ COVERS = frozenset({
 class SessionState:
     """The conversation a conforming kernel keeps for one session."""
     history: list[dict] = field(default_factory=list)
-    last_total: int | None = 0          # None: unknown (the previous turn failed)
-    last_by_formula: int = 0            # the same sections counted by the fallback formula
+    last_totals: frozenset[int] | None = frozenset({0})   # what the previous turn assembled (R-ASSEMBLED-TOKENS);
+                                                        # None: unknown (the previous turn failed)
+    last_by_formula: frozenset[int] = frozenset({0})      # the same, counted by the fallback formula
     rewritten: bool = False             # a rewrite was applied earlier in the session
     before_rewrite: list[dict] | None = None
     went_wrong: bool = False            # an invariant failed on an earlier turn
+    last_chain: list[dict] = field(default_factory=list)  # the final chain of the session's last turn that held
     history_options: list[list[dict]] | None = None  # after a failed turn: what the conversation may be
 
 
@@ -79,6 +81,29 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         findings += expectations.KERNEL.check(expect, observation(scenario, record, transcript), where)
     if transcript.plugins is not None:
         findings += check_plugins(transcript)
+    return findings + check_configured(scenario, transcript)
+
+
+def check_configured(scenario: KernelScenario, transcript: Transcript) -> list[Finding]:
+    """KC-CONFIGURE: each provider asked to contribute was configured first, with its declared config, after
+    the kernel learned its capabilities (protocol.md: the ConfigSchema comes before Configure is called)."""
+    calls = transcript.load_calls + [c for turn in transcript.turns for c in turn.calls]
+    findings = []
+    for fake in scenario.providers:
+        mine = [c for c in calls if c.provider == fake.name]
+        first = next((i for i, c in enumerate(mine) if c.call == "Contribute"), None)
+        if first is None:
+            continue  # never asked to contribute: nothing here to judge
+        before = mine[:first]
+        configure = next((i for i, c in enumerate(before) if c.call == "Configure"
+                          and (c.request.get("config") or {}) == fake.config), None)
+        capabilities = next((i for i, c in enumerate(before) if c.call == "GetCapabilities"), None)
+        problem = ("was never configured with its declared config before its first Contribute" if configure is None
+                   else "was configured before its capabilities were asked" if capabilities is None or
+                   capabilities > configure else "")
+        sent = [c.request.get("config") for c in before if c.call == "Configure"]
+        findings.append(Finding("KC-CONFIGURE", not problem, f"{fake.name} {problem} (declared {fake.config}, "
+                                f"sent {sent or 'no Configure'})", "load"))
     return findings
 
 
@@ -145,6 +170,31 @@ def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transc
     }
 
 
+def _strings_in(value) -> str:
+    """Every string inside a JSON value, joined with nothing: what counting a block's "text" would see."""
+    if isinstance(value, str):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return "".join(_strings_in(item) for item in items)
+
+
+def _non_text_as_text(history: list[dict], form) -> list[dict]:
+    """The conversation with each non-text block counted as if it were text (`form`: its JSON, or the strings
+    in it), as a kernel counting whatever it is given would (K-COUNT-NON-TEXT-ZERO)."""
+    return [{**m, "content": [b if tokens.is_text_only([b]) else {"text": {"text": form(b)}}
+                              for b in m.get("content", [])]} for m in history]
+
+
+def history_counts(history: list[dict], count) -> frozenset[int]:
+    """R-HISTORY-TOKENS: what a conversation counts, all at once or message by message."""
+    return frozenset({count(tokens.history_content(history)), sum(count(m.get("content", [])) for m in history)})
+
+
+def assembled_totals(chain: list[dict], count) -> frozenset[int]:
+    """R-ASSEMBLED-TOKENS: what a chain adds up to, counted section by section or all at once."""
+    return frozenset({sum(count(s["content"]) for s in chain), count([b for s in chain for b in s["content"]])})
+
+
 # --- config load ------------------------------------------------------------------
 
 # The load warnings the checks require, by the requirement each evidences (docs/kernel-protocol.md#warning-codes).
@@ -164,14 +214,25 @@ def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
     total = sum(p.cap for p in scenario.providers)
     routing = [scenario.model(m) for m in (scenario.primary_model, *scenario.fallback_models)]
     smallest = min(m.effective_ceiling for m in routing)
+    # R-BUDGET-SUM-WARNING: due over the routing chain's smallest ceiling; a kernel that also weighs every
+    # model it was given (a sub-agent may be routed to any) may warn over the smallest of those.
+    smallest_declared = min(m.effective_ceiling for m in scenario.models)
     findings = []
-    for requirement, code, due, reason in (
-        ("KC-BUDGET-SUM-WARN", WARNING_CODES["KC-BUDGET-SUM-WARN"], total > smallest,
-         f"caps add up to {total} against a smallest effective ceiling of {smallest} (R-BUDGET-SUM-WARNING)"),
+    for requirement, code, due, may, reason in (
+        ("KC-BUDGET-SUM-WARN", WARNING_CODES["KC-BUDGET-SUM-WARN"], total > smallest, total > smallest_declared,
+         f"caps add up to {total} against a smallest effective ceiling of {smallest} in the routing chain"
+         + (f" and {smallest_declared} among every declared model" if smallest_declared < smallest else "")
+         + " (R-BUDGET-SUM-WARNING)"),
         ("KC-STABILITY-ORDER-WARN", WARNING_CODES["KC-STABILITY-ORDER-WARN"],
          dynamic_before_static([p.stability for p in scenario.providers]),
+         # A provider that declared no stability may be taken for either (it broke P-CAP-STABILITY).
+         any(dynamic_before_static([p.stability if p.stability in ("STABILITY_STATIC", "STABILITY_DYNAMIC") else
+                                    taken for p in scenario.providers])
+             for taken in ("STABILITY_STATIC", "STABILITY_DYNAMIC")),
          "declared stabilities " + " ".join(p.stability.removeprefix("STABILITY_").lower() for p in scenario.providers)),
     ):
+        if may and not due:
+            continue  # warning or not, both are accepted: nothing here could fail the requirement
         given = code in codes
         message = "" if given == due else (f"expected a {code} warning: {reason}" if due
                                            else f"unexpected {code} warning: {reason}")
@@ -183,10 +244,14 @@ def check_load(scenario: KernelScenario, codes: set[str]) -> list[Finding]:
 
 def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> list[Finding]:
     """The count must come from the model's tokenizer when it has one, else from the formula; the exact
-    flag must say truthfully which of the two produced the count the kernel gave."""
+    flag must say truthfully which of the two produced the count the kernel gave. A model_ref naming only
+    the model's id may be resolved by the id or counted by the formula."""
     request, result = record.turn.input, record.result
     model = _counted_for(scenario, request)
     exact = bool(model and model.count_tokens)
+    if exact and not (request.get("model_ref") or {}).get("provider") and \
+            result["count"] == tokens.fallback_count(request["content"]) and result["exact"] is False:
+        exact = False
     want = tokens.count(request["content"], exact)
     requirement = "K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA"
     how = "the model's tokenizer" if exact else "the fallback formula"
@@ -198,8 +263,10 @@ def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> lis
 
 
 def _counted_for(scenario: KernelScenario, request: dict) -> Model | None:
+    """The declared model a CountTokens request names; none when it names another model provider."""
     ref = request.get("model_ref") or {}
-    return next((m for m in scenario.models if m.id == ref.get("id")), None)
+    model = next((m for m in scenario.models if m.id == ref.get("id")), None)
+    return model if model and ref.get("provider") in (None, "", model.provider) else None
 
 
 def exact_is_truthful(model: Model | None, content: list[dict], result: dict) -> bool:
@@ -259,31 +326,46 @@ class TurnCheck:
             elif pending:
                 self.resolve(*pending, observed=prior)
             else:
-                self.add("K-PRIOR-SECTIONS", prior == [],
-                         f"the first provider, {call.provider}, was sent {len(prior)} prior section(s); "
-                         "every firing starts empty (R-FIRING-STARTS-EMPTY)", self.at(call))
+                # R-FIRING-STARTS-EMPTY: the firing starts empty, or from the session's previous final chain.
+                self.add("K-PRIOR-SECTIONS", prior in ([], self.state.last_chain),
+                         f"the first provider, {call.provider}, was sent {len(prior)} prior section(s): neither an "
+                         f"empty chain nor the session's previous final chain ({len(self.state.last_chain)} "
+                         "section(s)) (R-FIRING-STARTS-EMPTY)", self.at(call))
             self.check_request(call)
             pending = (call, self.judge(call))
         if self.result["turn_failed"]:
             self.check_failed_turn(pending)
             # R-FAILED-TURN: the conversation goes on with or without the failed turn's messages, or with a
             # rewrite accepted before the failure; the next turn shows which.
-            self.state.history_options = [self.start_history, self.state.history, *self.histories[1:]]
-            self.state.history, self.state.last_total = self.start_history, None
+            self.state.history_options = [self.start_history, self.base_history, *self.histories[1:]]
+            self.state.history, self.state.last_totals = self.start_history, None
             return self.findings
         missing = [n for n in names if n not in {c.provider for c in calls}]
-        self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
+        # hook-dispatch: a transform failure may abort the rest of the chain, the turn going on with the chain as
+        # it stood (R-ERROR-ISOLATION): then only the providers after the failed one may go unasked.
+        after_last = pending is not None and all(names.index(n) > names.index(pending[0].provider) for n in missing)
+        if missing and after_last and pending[1].fail_blame != "K-FIRE-EACH-TURN":
+            # Stopped at a provider whose failure may not stop the turn: the rule that says so is what broke.
+            self.add(pending[1].fail_blame, False, f"the chain stopped after {pending[0].provider}, which may not "
+                     f"stop it ({pending[1].why}); never asked: {missing}", self.at(pending[0]))
+        elif names and not (missing and after_last and pending[1].may_fail_turn):  # with none, nothing to ask
+            self.add("K-FIRE-EACH-TURN", not missing, f"never asked to contribute this turn: {missing}")
         if pending:
             self.resolve(*pending, observed=self.result["sections"])
-        elif calls == [] and self.result["sections"]:
+        elif calls == [] and self.result["sections"] and not missing:
             self.add("K-PRIOR-SECTIONS", False, "sections appeared though no provider was called")
+        if calls == [] and missing:  # it never fired: what it answered is no assembled context to judge
+            self.state.history, self.state.last_totals = self.history, None
+            return self.findings
         self.check_prompt()
         self.check_history()
         if self.history is not self.start_history:
             self.state.rewritten, self.state.before_rewrite = True, self.start_history
         self.state.history = self.history
-        self.state.last_total = sum(self.model.count(s["content"]) for s in self.result["sections"])
-        self.state.last_by_formula = sum(tokens.fallback_count(s["content"]) for s in self.result["sections"])
+        chain = self.result["sections"]
+        self.state.last_chain = chain
+        self.state.last_totals = assembled_totals(chain, self.model.count) | {sum(s["tokens"] for s in chain)}
+        self.state.last_by_formula = assembled_totals(chain, tokens.fallback_count)
         return self.findings
 
     def resumed_history(self) -> list[dict]:
@@ -291,17 +373,17 @@ class TurnCheck:
         (R-FAILED-TURN): the one a compactor is shown, else the one the first history_tokens counts, else
         the conversation with the failed turn's messages kept."""
         new = self.input["new_messages"]
-        candidates = [option + new for option in (self.state.history_options or [self.state.history])]
+        options = self.state.history_options or [self.state.history]
         self.state.history_options = None
         declared = {p.name for p in self.scenario.providers}  # a call on any other is charged in run()
         calls = [c for c in self.record.contributes() if c.provider in declared]
-        for call in calls:
-            if self.scenario.provider(call.provider).compactor and call.request["conversation_history"] in candidates:
-                return call.request["conversation_history"]
-        for candidate in candidates if calls else ():
-            if self.model.count(tokens.history_content(candidate)) == calls[0].request["history_tokens"]:
-                return candidate
-        return candidates[0]
+        shown = [c.request["conversation_history"] for c in calls if self.scenario.provider(c.provider).compactor]
+        counted = calls[0].request["history_tokens"] if calls else None
+        chosen = next((o for o in options if o + new in shown), None)
+        if chosen is None:  # (an empty conversation is a choice too: never `or` it away)
+            chosen = next((o for o in options if counted in history_counts(o + new, self.model.count)), options[0])
+        self.base_history = chosen  # what this turn's messages were added to: a failed turn may go back to it
+        return chosen + new
 
     def at(self, call: CallRecord) -> str:
         return f"{self.where}, {call.provider}"
@@ -324,7 +406,10 @@ class TurnCheck:
         request, fake, where = call.request, self.scenario.provider(call.provider), self.at(call)
         budget = request["token_budget"]
         caps = sum(p.cap for p in self.scenario.providers)
-        if caps <= self.model.effective_ceiling:
+        # R-BUDGET-SMALLER-MODEL: less than the cap is allowed where the caps do not fit the turn's model, or
+        # where the turn runs on a model with a smaller context than the primary's.
+        smaller = self.model.context_window < self.scenario.model(self.scenario.primary_model).context_window
+        if caps <= self.model.effective_ceiling and not smaller:
             self.add("K-TOKEN-BUDGET", budget == fake.cap,
                      f"token_budget {budget}, but its resolved cap is {fake.cap}", where)
         else:
@@ -346,17 +431,18 @@ class TurnCheck:
         self.add("K-TURN-FIELDS", not wrong, "differs from the turn: " + ", ".join(
             f"{k} {request[k]!r} (turn has {self.input[k]!r})" for k in wrong), where)
         self.check_history_fields(request, fake.compactor, where)
-        if self.state.last_total is not None:
-            reported = request["assembled_tokens_last_turn"]
-            by_formula = reported == self.state.last_by_formula != self.state.last_total
-            self.add("K-COUNT-RESOLUTION" if by_formula else "K-ASSEMBLED-LAST-TURN", reported == self.state.last_total,
-                     f"assembled_tokens_last_turn {reported}, but the previous turn assembled {self.state.last_total}"
+        if self.state.last_totals is not None:
+            reported, totals = request["assembled_tokens_last_turn"], self.state.last_totals
+            by_formula = reported in self.state.last_by_formula and reported not in totals
+            self.add("K-COUNT-RESOLUTION" if by_formula else "K-ASSEMBLED-LAST-TURN", reported in totals,
+                     f"assembled_tokens_last_turn {reported}, but the previous turn assembled "
+                     f"{' or '.join(map(str, sorted(totals)))}"
                      + (", as its model's tokenizer counts: that is the fallback formula's count" if by_formula else
                         " (R-ASSEMBLED-TOKENS)"), where)
 
     def check_history_fields(self, request: dict, compactor: bool, where: str) -> None:
         shown = request["conversation_history"]
-        counts = [self.model.count(tokens.history_content(h)) for h in self.histories]
+        counts = [history_counts(h, self.model.count) for h in self.histories]
         # A rewrite the kernel applied though it may not is charged once, to the rule it broke; the
         # requests after it are then judged by the history the kernel actually keeps.
         misapplied = [j for j in self.judgments if j.rejected_history is not None]
@@ -370,7 +456,7 @@ class TurnCheck:
                 self.add(wrong.rejected_history_blame, False, f"{wrong.provider}'s rewritten_history replaced the "
                          f"conversation though it may not: {wrong.why}", where)
                 self.histories.append(shown)
-                counts = [self.model.count(tokens.history_content(shown))]
+                counts = [history_counts(shown, self.model.count)]
             elif self.state.before_rewrite is not None and shown == self.state.before_rewrite + self.input["new_messages"]:
                 self.add("K-APPLY-REWRITTEN-HISTORY", False, "the compactor was shown the history from before "
                          "an accepted rewrite", where)
@@ -380,23 +466,31 @@ class TurnCheck:
         else:
             self.add("K-HISTORY-NOT-TO-OTHERS", shown == [],
                      f"a non-compactor was sent {len(shown)} history message(s)", where)
-        if request["history_tokens"] in counts:
+        figures = sorted(set().union(*counts))
+        if request["history_tokens"] in figures:
             self.add("K-HISTORY-TOKENS", True)
             return
         wrong = next((j for j in misapplied
-                      if self.model.count(tokens.history_content(j.rejected_history)) == request["history_tokens"]), None)
+                      if request["history_tokens"] in history_counts(j.rejected_history, self.model.count)), None)
         if wrong is not None:
             self.add(wrong.rejected_history_blame, False, f"history_tokens counts {wrong.provider}'s rewritten_history, "
                      f"which may not replace the conversation: {wrong.why}", where)
             return
-        if self.model.count_tokens and request["history_tokens"] in \
-                [tokens.fallback_count(tokens.history_content(h)) for h in self.histories]:
+        if self.model.count_tokens and any(request["history_tokens"] in history_counts(h, tokens.fallback_count)
+                                           for h in self.histories):
             self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is the fallback "
-                     f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, counts))}",
+                     f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, figures))}",
+                     where)
+            return
+        if any(request["history_tokens"] in history_counts(_non_text_as_text(h, form), self.model.count)
+               for h in self.histories for form in (json.dumps, _strings_in)
+               if _non_text_as_text(h, form) != h):
+            self.add("K-COUNT-NON-TEXT-ZERO", False, f"history_tokens {request['history_tokens']} counts the "
+                     f"conversation's non-text blocks, which add nothing; it counts {' or '.join(map(str, figures))}",
                      where)
             return
         self.add("K-HISTORY-TOKENS", False, f"history_tokens {request['history_tokens']}, but the conversation counts "
-                 f"{' or '.join(map(str, sorted(set(counts))))} (R-HISTORY-TOKENS)", where)
+                 f"{' or '.join(map(str, figures))} (R-HISTORY-TOKENS)", where)
 
     # -- judging replies --
 
@@ -413,7 +507,7 @@ class TurnCheck:
         elif call.crashed and self.launched_plugins:  # elsewhere the kernel sees a bare UNAVAILABLE, no crash
             judgment = judge_crash(fake.name, prior, self.model)
         elif call.error is not None:
-            judgment = judge_failure(fake.name, prior, call.error, self.model)
+            judgment = judge_failure(fake.name, prior, call.error, self.model, fake.compactor)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":
@@ -428,31 +522,39 @@ class TurnCheck:
         """Compare the chain the kernel kept after `call` with what it may keep."""
         where = self.at(call)
         matching = [o for o in judgment.outcomes if o.matches(observed)]
-        # Where several outcomes fit the chain, the one whose diagnostics were reported is the one taken.
-        outcome = next((o for o in matching if all(self.reported(judgment.provider, n) for n in o.diagnostics)),
-                       matching[0] if matching else None)
+        # Where several outcomes fit the chain, the one whose diagnostics were reported is the one taken; of
+        # those, one whose effect on the history (a compactor's rewrite applied or not) the turn ends with.
+        reported = [o for o in matching if all(self.reported(judgment.provider, n) for n in o.diagnostics)]
+        outcome = next(iter(self.ending_with(reported) + reported + matching), None)
         if outcome is None:
             # What the kernel should have reported about a chain it got wrong is moot; the chain is the finding,
             # charged to what the judge says holding it breaks.
             for broken in judgment.broken(observed):
                 why = "; ".join(filter(None, (judgment.why, broken.why)))
-                self.add(broken.requirement, False, f"{why}; the chain afterwards was {_brief(observed)}, "
+                self.add(broken.requirement, False, f"{why}; the chain it went on with (sent to the next provider, or returned) was {_brief(observed)}, "
                                                     f"expected {_brief_expected(judgment.outcomes)}", where)
-            outcome = judgment.outcomes[0]
+            # The history is judged on its own: from the outcome whose rewrite (or none) the turn ends with.
+            outcome = next(iter(self.ending_with(judgment.outcomes)), judgment.outcomes[0])
         else:
-            self.add(judgment.blame, True)
+            evidence = outcome.evidenced_by
+            if evidence is None or self.reported(judgment.provider, evidence):
+                self.add(judgment.blame, True)
             for needed in outcome.diagnostics:
                 self.check_diagnostic(judgment.provider, needed, where)
         if outcome.history is not None:
             self.history = outcome.history
             self.histories.append(outcome.history)
 
+    def ending_with(self, outcomes: list[Outcome]) -> list[Outcome]:
+        """The outcomes whose effect on the history (a compactor's rewrite applied, or none) the turn ends with."""
+        return [o for o in outcomes if (self.history if o.history is None else o.history) == self.result["history"]]
+
     def reported(self, provider: str, needed) -> bool:
-        return any(d.get("provider") == provider and needed.category in (None, d.get("category"))
+        return any(d.get("provider") in (provider, *needed.names) and needed.category in (None, d.get("category"))
                    and needed.carried_by(d.get("message", "")) for d in self.result["diagnostics"])
 
     def check_diagnostic(self, provider: str, needed, where: str) -> None:
-        mine = [d for d in self.result["diagnostics"] if d.get("provider") == provider]
+        mine = [d for d in self.result["diagnostics"] if d.get("provider") in (provider, *needed.names)]
         fitting = [d for d in mine if needed.category in (None, d.get("category"))]
         if not fitting:
             # Said nothing at all: silent. Said something, but not as this category: it misread the failure.
@@ -493,15 +595,16 @@ class TurnCheck:
         prompt, position, spans = self.result["prompt"], 0, []
         for section in self.result["sections"]:
             label = section["label"]
-            if not label:
-                continue  # keeping it at all was judged with the reply it came in (R-MISSING-LABEL)
-            found = prompt_text.find(prompt, label, position)
-            if found is None:
-                self.add("K-PROMPT-BOUNDARIES", False, f"the section of {section['provider']} labelled {label!r} "
-                                                       "has no boundary carrying its label, in chain order")
-                return
-            position = found[1]
-            spans.append(found)
+            # An unlabeled section kept as it is sits in a boundary of the kernel's own, with no label to look
+            # for; its text is still looked for (R-MISSING-LABEL).
+            if label.strip():
+                found = prompt_text.find(prompt, label, position)
+                if found is None:
+                    self.add("K-PROMPT-BOUNDARIES", False, f"the section of {section['provider']} labelled "
+                                                           f"{label!r} has no boundary carrying its label, in chain order")
+                    return
+                position = found[1]
+                spans.append(found)
             for text in tokens.texts_of(section["content"]):
                 found = prompt_text.find(prompt, text, position)
                 if found is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from conformance.engine.matching import in_place
 from conformance.engine.scenario import FakeProvider, Model
 from conformance.wire import errors, tokens
 
@@ -47,6 +48,7 @@ class Needed:
     requirement: str
     message_contains: tuple[str, ...] = ()   # the message must hold one of these (none: any message)
     miscategorized: str = ""   # broken when diagnostics name the provider, none with this category
+    names: tuple[str, ...] = ()   # other providers the diagnostic may name instead (a compactor's rewrite)
 
     def carried_by(self, message: str) -> bool:
         return not self.message_contains or any(m in message for m in self.message_contains)
@@ -57,6 +59,9 @@ class Outcome:
     chain: list[Expected]
     diagnostics: list[Needed] = field(default_factory=list)
     history: list[dict] | None = None   # a rewritten history the kernel applies; None leaves it
+    # When a kernel breaking the judgment's rule would hold this same chain, holding it shows nothing;
+    # only this report, if given, shows the rule was kept.
+    evidenced_by: Needed | None = None
 
     def matches(self, observed: list[dict]) -> bool:
         return len(observed) == len(self.chain) and all(e.matches(o) for e, o in zip(self.chain, observed))
@@ -116,14 +121,19 @@ _ISOLATE_LOG = {"source_unavailable": "K-ERR-SOURCE-UNAVAILABLE", "budget_exceed
                 "scope_violation": "K-ERR-SCOPE-VIOLATION"}
 
 
-def judge_failure(provider: str, prior: list[dict], error: dict, model: Model) -> Judgment:
+def judge_failure(provider: str, prior: list[dict], error: dict, model: Model, compactor: bool = False) -> Judgment:
     """Contribute failed (R-ERROR-ISOLATION): classify by the ContextError, not the code."""
     category = errors.category_of(error.get("context_error"))
     if category in errors.ISOLATING:
         needed = Needed(category, _ISOLATE_LOG[category], miscategorized=_ISOLATE_BLAME[category])
+        # The taxonomy shields only a non-compactor from failing the turn over budget_exceeded; a compactor
+        # that cannot fit may fail it, as its over-budget chain may (R-COMPACTOR-OVER-BUDGET).
+        may_fail = compactor and category == "budget_exceeded"
         return _misread(Judgment(provider, [Outcome(kept_as_is(prior), [needed])],
                                  blame=_ISOLATE_BLAME[category], fail_blame=_ISOLATE_BLAME[category],
-                                 why=f"a {category} failure isolates the provider: the chain before it stands"),
+                                 may_fail_turn=may_fail,
+                                 why=f"a {category} failure isolates the provider: the chain before it stands"
+                                     + (", or, from a compactor, fails the turn" if may_fail else "")),
                         prior, model)
     if category == "invalid_request":
         needed = Needed("invalid_request", "K-ERR-INVALID-REQUEST-LOG")
@@ -134,6 +144,11 @@ def judge_failure(provider: str, prior: list[dict], error: dict, model: Model) -
                                               error.get("message"))) if m)
         needed = Needed("unknown", "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
         why, contains = "an unknown failure is reported with the provider's own message", raw
+    elif error.get("message"):
+        # No category: "anything else" in the taxonomy, whose report carries the plugin's own words (R-RAW-MESSAGE).
+        raw = (error["message"],)
+        needed = Needed(None, "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
+        why, contains = f"a failure without a ContextError ({error.get('code')}) is reported with its message", raw
     else:
         needed = Needed(None, "K-NO-SILENT-FALLBACK")
         why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ()
@@ -152,12 +167,6 @@ def judge_crash(provider: str, prior: list[dict], model: Model) -> Judgment:
 
 # --- replies -----------------------------------------------------------------------
 
-def in_place(provider: str, prior: list[dict], sections: list[dict]) -> bool:
-    """R-PLACEMENT: the prior chain an untouched prefix, the rest the provider's own."""
-    n = len(prior)
-    return len(sections) >= n and sections[:n] == prior and all(s["provider"] == provider for s in sections[n:])
-
-
 def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int, model: Model) -> Judgment:
     sections, rewrite = reply.get("sections", []), reply.get("rewritten_history", [])
     if not fake.compactor and not in_place(fake.name, prior, sections):
@@ -169,63 +178,135 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
                         # Whatever it kept of a reply it had to discard whole, the fault is keeping it.
                         misreadings=lambda: [Misreading("K-SCOPE-DISCARD", "the kernel kept some of it",
                                                         lambda chain: True, alone=True)])
-    base = [] if fake.compactor else prior
-    own = sections if fake.compactor else sections[len(prior):]
-    text_only = [s for s in own if tokens.is_text_only(s["content"])]
-    unlabeled = [s for s in text_only if not s["label"]]
-    content_rules = [Needed("non_text_content", "K-NON-TEXT-REJECT") for s in own if s not in text_only]
+    own = [s for s in sections if fake.compactor or s["provider"] == fake.name]
+    non_text = [s for s in own if not tokens.is_text_only(s["content"])]
+    # A label of only spaces may be taken for none (R-MISSING-LABEL); one that is empty must be.
+    unlabeled = [s for s in own if s not in non_text and not s["label"].strip()]
+    # A compactor's section may be another provider's it rewrote: a diagnostic may name either (docs).
+    names = lambda s: (s["provider"],) if fake.compactor else ()
+    content_rules = [Needed("non_text_content", "K-NON-TEXT-REJECT", names=names(s)) for s in non_text]
 
-    admissible = [s for s in text_only if s["label"]]
-    over = _budget_blame(fake, admissible, budget, model)
+    admissible = [s for s in own if s not in non_text and s not in unlabeled]
+    # Over budget by some reading of the count, a chain no outcome matches breaks the budget rule.
+    over = _budget_blame(fake, admissible, own, budget, model, max)
     # Within budget, the blame can only guess which offending section was kept; a misreading names it.
-    guess = None if over else "K-NON-TEXT-REJECT" if content_rules else "K-PROMPT-BOUNDARIES" if unlabeled else None
+    guess = None if over else "K-NON-TEXT-REJECT" if content_rules else None
+    malformed = bool(non_text or unlabeled)
     judgment = Judgment(fake.name, [], blame=over or guess or "K-PRIOR-SECTIONS", blame_is_a_guess=bool(guess),
-                        fail_blame="K-BUDGET-NO-TURN-FAIL" if over and not fake.compactor else
-                        "K-NON-TEXT-REJECT" if content_rules else "K-FIRE-EACH-TURN",
+                        # A malformed reply may fail the turn (R-NON-TEXT-WHOLE-SECTION, R-MISSING-LABEL).
+                        may_fail_turn=malformed,
+                        fail_blame="K-BUDGET-NO-TURN-FAIL" if over and not fake.compactor else "K-FIRE-EACH-TURN",
                         rejected_history_blame="K-COMPACTOR-BUDGET" if fake.compactor else "K-REWRITE-COMPACTOR-ONLY")
     notes = []
     if rewrite and not fake.compactor:
-        # R-NONCOMPACTOR-REWRITE: the sections may be kept or the whole reply discarded; either way it is reported.
+        # R-NONCOMPACTOR-REWRITE: the sections may be kept (the rewrite ignored) or the whole reply discarded,
+        # which is a fallback to the chain before it and so is reported.
         judgment.outcomes.append(Outcome(kept_as_is(prior), [Needed(None, "K-NO-SILENT-FALLBACK")]))
         notes.append("a non-compactor's rewritten_history is never applied (R-NONCOMPACTOR-REWRITE)")
-    if content_rules:
-        notes.append("sections holding non-text blocks are dropped whole (R-NON-TEXT-WHOLE-SECTION)")
+    if not fake.compactor and sections[:len(prior)] != prior:
+        # It edited or dropped sections under its own name that it was handed: its own by name (R-PLACEMENT),
+        # or, for a kernel that holds the prior chain untouchable, a scope violation to discard.
+        judgment.outcomes.append(Outcome(kept_as_is(prior), [Needed("scope_violation", "K-SCOPE-LOG")]))
+        notes.append("it changed sections under its own name that it was handed: accepted, or discarded as a "
+                     "scope violation (R-PLACEMENT)")
+    if malformed:
+        # The whole reply may be refused for a malformed section, visibly; or the turn failed.
+        judgment.outcomes.append(Outcome(kept_as_is(prior), (content_rules or [
+            Needed("missing_label", "K-NO-SILENT-FALLBACK", names=names(unlabeled[0]))])[:1]))
+    if non_text:
+        notes.append("a section holding non-text blocks is dropped whole, or only those blocks are, visibly; "
+                     "or the reply is refused or the turn failed (R-NON-TEXT-WHOLE-SECTION)")
     if unlabeled:
-        notes.append("an unlabeled section is dropped or given a label (R-MISSING-LABEL)")
-    for relabel in ((False, True) if unlabeled else (False,)):
-        kept = [s for s in text_only if s["label"] or relabel]
-        needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK") for s in unlabeled if not relabel]
-        counted = sum(model.count(s["content"]) for s in kept)
+        notes.append("an unlabeled section is dropped, given a label or kept as it is (R-MISSING-LABEL)")
+    for admitted, relabelled, needed in _ways_to_admit(own, non_text, unlabeled, content_rules, names):
+        versions = dict(admitted)  # each own section kept, as it may be kept (its non-text blocks removed)
+        kept = list(versions.values())
+        figures = _figures(kept, own, model)
         stated = sum(s["tokens"] for s in kept)
         # When accepting and rejecting a compactor's chain leave the same chain (it returned the prior
-        # chain as it was, token figures aside), only the report shows the budget was enforced at all.
+        # chain as it was, token figures aside), the chain shows nothing: only a report of the rejection does.
         unchanged = len(kept) == len(prior) and all(map(same_but_tokens, kept, prior))
-        enforced = "K-COMPACTOR-BUDGET" if fake.compactor and unchanged else "K-NO-SILENT-FALLBACK"
-        rejected = Outcome(kept_as_is(prior), needed + [Needed("budget_exceeded", enforced)])
-        if counted > budget:
-            judgment.outcomes.append(rejected)
-            judgment.may_fail_turn = fake.compactor
-            notes.append(f"{'its whole chain' if fake.compactor else 'its sections'} count {counted} "
+        evidence = Needed("budget_exceeded", "K-COMPACTOR-BUDGET") if fake.compactor and unchanged else None
+        # R-COMPACTOR-OVER-BUDGET: its chain rejected, a compactor's rewrite may go with it or still apply.
+        rejected = [Outcome(kept_as_is(prior), list(needed), history, evidenced_by=evidence)
+                    for history in ((None, rewrite) if fake.compactor and rewrite else (None,))]
+        if min(figures) > budget:
+            judgment.outcomes += rejected
+            judgment.may_fail_turn |= fake.compactor
+            notes.append(f"{'its whole chain' if fake.compactor else 'its sections'} count {_spread(figures)} "
                          f"(stated {stated}) against a budget of {budget}: rejected whole")
             continue
-        accepted = Outcome(kept_as_is(base) + [Expected(s, (s["tokens"], model.count(s["content"])), not s["label"])
-                                   for s in kept], list(needed), rewrite if fake.compactor and rewrite else None)
+        accepted = Outcome([Expected(s, (s["tokens"],)) if s not in own else
+                            Expected(versions[id(s)], (s["tokens"], model.count(s["content"])), id(s) in relabelled)
+                            for s in sections if s not in own or id(s) in versions],
+                           list(needed), rewrite if fake.compactor and rewrite else None)
+        judgment.outcomes.append(accepted)
         if rewrite and not fake.compactor:
-            accepted.diagnostics.append(Needed(None, "K-NO-SILENT-FALLBACK"))
-            judgment.outcomes.append(accepted)
+            continue
+        if max(figures) > budget:
+            judgment.outcomes += rejected
+            judgment.may_fail_turn |= fake.compactor
+            notes.append(f"counted one way its sections fit a budget of {budget}, counted another they do not "
+                         f"({_spread(figures)}): kept or rejected (R-BUDGET-PER-PROVIDER)")
         elif stated > budget:
-            judgment.outcomes += [accepted, rejected]
-            notes.append(f"it states {stated} tokens, over its budget of {budget}, but counts {counted}: "
+            judgment.outcomes += rejected
+            notes.append(f"it states {stated} tokens, over its budget of {budget}, but counts {_spread(figures)}: "
                          "kept or rejected (R-TOKENS-RECOUNT)")
-        else:
-            judgment.outcomes.append(accepted)
     kept_ids = {id(e.section) for o in judgment.outcomes for e in o.chain}
     judgment.rejected = [s for s in own if id(s) not in kept_ids]
     if rewrite and (not fake.compactor or all(o.history is None for o in judgment.outcomes)):
         judgment.rejected_history = rewrite
-    judgment.why = "; ".join(notes) or judgment.why
+    judgment.why = "; ".join(dict.fromkeys(notes)) or judgment.why
     return _misread(judgment, sections + prior, model,
-                    lambda: [_kept_nothing(prior, admissible, budget, model, guess or "K-PRIOR-SECTIONS")])
+                    lambda: [_kept_nothing(prior, admissible, own, budget, model, guess or "K-PRIOR-SECTIONS")])
+
+
+def _ways_to_admit(own: list[dict], non_text: list[dict], unlabeled: list[dict], content_rules: list[Needed],
+                   names) -> list[tuple[list[tuple[int, dict]], set[int], list[Needed]]]:
+    """Each reading of what a kernel may keep of a reply's own sections, the ones it may give a label of its
+    own, and the reports it then owes: a section holding non-text blocks dropped, or only those blocks (and
+    the section with them if nothing is left); an unlabeled one dropped, given a label, or kept as it is
+    inside a boundary of the kernel's own (R-MISSING-LABEL)."""
+    ways = []
+    spaces = [s for s in unlabeled if s["label"]]  # a label of only spaces: a label, or none
+    for strip in ((False, True) if non_text else (False,)):
+        for unlabeled_kept in (("dropped", "relabelled", "kept") if unlabeled else ("dropped",)):
+            for spaces_labelled in ((False, True) if spaces else (False,)):
+                for keep_emptied in ((False, True) if strip and any(not _stripped(s)["content"] for s in non_text)
+                                     else (False,)):
+                    none = [s for s in unlabeled if not (spaces_labelled and s in spaces)]
+                    kept = []   # (id of the section as returned, the section as kept)
+                    for s in own:
+                        if s in non_text:
+                            if strip and (_stripped(s)["content"] or keep_emptied) and s["label"]:
+                                kept.append((id(s), _stripped(s)))
+                        elif s not in none or unlabeled_kept != "dropped":
+                            kept.append((id(s), s))
+                    relabelled = {id(s) for s in none} if unlabeled_kept == "relabelled" else set()
+                    needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK", names=names(s))
+                                              for s in none if unlabeled_kept == "dropped"]
+                    ways.append((kept, relabelled, needed))
+    return ways
+
+
+def _stripped(section: dict) -> dict:
+    """The section without its non-text blocks (itself when it has none)."""
+    text = [b for b in section["content"] if tokens.is_text_only([b])]
+    return section if len(text) == len(section["content"]) else {**section, "content": text}
+
+
+def _figures(kept: list[dict], returned: list[dict], model: Model) -> set[int]:
+    """What a provider's sections count against its budget, by each reading the text leaves open: the sum of
+    each section's count or one count over all of them (R-BUDGET-PER-PROVIDER), over the sections the kernel
+    keeps or over every section it was returned, those it drops for other reasons included."""
+    def over(sections: list[dict]) -> set[int]:
+        return {sum(model.count(s["content"]) for s in sections),
+                model.count([b for s in sections for b in s["content"]])}
+    return over(kept) | over(returned)
+
+
+def _spread(figures: set[int]) -> str:
+    return str(min(figures)) if len(figures) == 1 else f"{min(figures)} to {max(figures)}"
 
 
 def same_but_tokens(a: dict, b: dict) -> bool:
@@ -233,9 +314,11 @@ def same_but_tokens(a: dict, b: dict) -> bool:
     return {**a, "tokens": 0} == {**b, "tokens": 0}
 
 
-def _budget_blame(fake: FakeProvider, kept: list[dict], budget: int, model: Model) -> str | None:
-    """Which budget rule a kernel that keeps these sections breaks, if they are over budget."""
-    if sum(model.count(s["content"]) for s in kept) <= budget:
+def _budget_blame(fake: FakeProvider, kept: list[dict], returned: list[dict], budget: int, model: Model,
+                  reading=min) -> str | None:
+    """Which budget rule a kernel that keeps these sections breaks, if they are over budget by the reading
+    (min: every reading; max: some reading) of how they are counted."""
+    if reading(_figures(kept, returned, model)) <= budget:
         return None
     if fake.compactor:
         return "K-COMPACTOR-BUDGET"
@@ -265,8 +348,6 @@ def _misread(judgment: Judgment, offered: list[dict], model: Model,
             Misreading("K-NON-TEXT-REJECT", "the kernel kept a section holding non-text blocks "
                                             "(R-NON-TEXT-WHOLE-SECTION)",
                        lambda chain: any(not tokens.is_text_only(s["content"]) for s in chain)),
-            Misreading("K-PROMPT-BOUNDARIES", "the kernel kept a section without a label (R-MISSING-LABEL)",
-                       lambda chain: any(not s["label"] for s in chain)),
             Misreading("K-NO-KERNEL-CUT", "the kernel kept a section it was offered, shortened",
                        lambda chain: any(_cut_from(s, offered) for s in chain)),
         ]
@@ -274,10 +355,12 @@ def _misread(judgment: Judgment, offered: list[dict], model: Model,
     return judgment
 
 
-def _kept_nothing(prior: list[dict], admissible: list[dict], budget: int, model: Model, otherwise: str) -> Misreading:
+def _kept_nothing(prior: list[dict], admissible: list[dict], returned: list[dict], budget: int, model: Model,
+                  otherwise: str) -> Misreading:
     """The kernel kept nothing of a reply it had to keep, at least in part: which rule did it misapply?"""
-    counted = sum(model.count(s["content"]) for s in admissible)
-    by_formula = sum(tokens.fallback_count(s["content"]) for s in admissible)
+    counted = min(_figures(admissible, returned, model))
+    formula = Model(model.id, model.context_window, model.reserved_output, model.system_overhead)
+    by_formula = min(_figures(admissible, returned, formula))
     # Over by the formula though the tokenizer keeps them within: the count is the likelier fault, even at
     # exactly the budget (a kernel that compares right but counts wrong drops them too), and the message
     # names the other reading.

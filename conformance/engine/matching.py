@@ -1,7 +1,8 @@
 """Partial matching of observations against the expectations vectors write.
 
 Fields an expectation gives must be equal; fields it leaves out are not
-checked. Lists are compared item by item and must have the same length.
+checked. A field named `NAME_at_most` bounds NAME; `NAME_in` lists the values
+NAME may take (where a ruling accepts several readings of a figure). Lists are compared item by item and must have the same length.
 `text` on a section or message compares its joined text blocks; `content`
 and `role` may use the vector short forms.
 """
@@ -42,6 +43,11 @@ def match(expected: Any, actual: Any, path: str = "") -> list[str]:
                 got = actual.get(field)
                 if not isinstance(got, int) or got > want:
                     problems.append(f"{path + '.' if path else ''}{field}: expected at most {want}, got {_show(got)}")
+            elif key.endswith("_in") and isinstance(want, list):
+                field = key[: -len("_in")]
+                got = actual.get(field)
+                if got not in want or isinstance(got, bool):
+                    problems.append(f"{path + '.' if path else ''}{field}: expected one of {want}, got {_show(got)}")
             elif key not in actual:
                 problems.append(f"{where}: missing")
             else:
@@ -77,3 +83,23 @@ def _brief(items: list) -> list:
         else:
             out.append(item)
     return out
+
+
+def in_place(provider: str, prior: list[dict], sections: list[dict]) -> bool:
+    """R-PLACEMENT: every other provider's section of the prior chain back untouched and in order, the
+    provider's own sections after them. A kernel carrying the chain from turn to turn hands a provider its own
+    earlier sections (R-FIRING-STARTS-EMPTY): it may edit, replace or drop those where they stand."""
+    foreign = [s for s in prior if s["provider"] != provider]
+    if [s for s in sections if s["provider"] != provider] != foreign:
+        return False
+    return {_foreign_before(sections, provider)[i] for i, s in enumerate(sections) if s["provider"] == provider} <= \
+        {len(foreign)} | {_foreign_before(prior, provider)[i] for i, s in enumerate(prior) if s["provider"] == provider}
+
+
+def _foreign_before(chain: list[dict], provider: str) -> list[int]:
+    """For each place in the chain, how many sections of other providers come before it."""
+    counts, seen = [], 0
+    for section in chain:
+        counts.append(seen)
+        seen += section["provider"] != provider
+    return counts

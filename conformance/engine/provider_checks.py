@@ -3,10 +3,11 @@ the vector's explicit expectations. Each finding cites one requirement."""
 
 from __future__ import annotations
 
+import re
 from enum import Enum, auto
 
 from conformance.engine.expectations import Language, NotEvaluable
-from conformance.engine.matching import match
+from conformance.engine.matching import in_place, match
 from conformance.engine.provider_driver import DEFAULT_TOKENIZER, ProviderTranscript, StepRecord
 from conformance.engine.results import Finding
 from conformance.manifest import Manifest
@@ -22,6 +23,7 @@ COVERS = frozenset({
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
 STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
+CUT_MARK = re.compile(r"\s*(…|\.\.\.|\[\.\.\.\])$")  # what a provider may put where it cut its text
 
 
 def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Finding]:
@@ -32,11 +34,15 @@ def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Findi
     return checker.findings
 
 
-def own_sections(record: StepRecord, compactor: bool = False) -> list[dict]:
+def own_sections(record: StepRecord, compactor: bool = False, name: str = "") -> list[dict]:
     """What the provider itself wrote. When the prior sections still sit in
     their places (edited or not), it is what follows them; otherwise, and for
-    a compactor, everything that is not a prior section as sent."""
+    a compactor, everything that is not a prior section as sent. Handed
+    sections under its own name (a kernel carrying the chain across turns),
+    every section under its name is its own (R-PLACEMENT)."""
     prior, sections = record.request["prior_sections"], record.result["sections"]
+    if not compactor and _handed_its_own(prior, name) and in_place(name, prior, sections):
+        return [s for s in sections if s["provider"] == name]
     slots = [(s["provider"], s["label"]) for s in sections[:len(prior)]]
     if not compactor and slots == [(p["provider"], p["label"]) for p in prior]:
         return sections[len(prior):]
@@ -111,8 +117,12 @@ class Placement(Enum):
     MOVED = auto()    # changed some other way
 
 
-def placement(prior: list[dict], sections: list[dict]) -> Placement:
-    if sections[:len(prior)] == prior:
+def _handed_its_own(prior: list[dict], name: str) -> bool:
+    return bool(name) and any(p["provider"] == name for p in prior)
+
+
+def placement(prior: list[dict], sections: list[dict], name: str = "") -> Placement:
+    if sections[:len(prior)] == prior or (_handed_its_own(prior, name) and in_place(name, prior, sections)):
         return Placement.PREFIX
     keys = {(s["provider"], s["label"]) for s in sections}
     return Placement.DELTA if not any((p["provider"], p["label"]) in keys for p in prior) else Placement.MOVED
@@ -126,6 +136,10 @@ class Checker:
         self.counting = Counting(transcript)
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
+        # R-EAGER-SOURCE: what it last served while its source could be read, and whether it has said the
+        # source was unavailable (which shows it reads the source when called).
+        self.served: list[dict] | None = None
+        self.said_unavailable = False
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
@@ -140,6 +154,16 @@ class Checker:
         elif record.result is not None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
         self.findings += expectations(record, self, where)
+        self.remember(record)
+
+    def remember(self, record: StepRecord) -> None:
+        """What later steps of the case are judged against (R-EAGER-SOURCE)."""
+        if record.step.kind != "contribute":
+            return
+        if record.failure is not None:
+            self.said_unavailable |= _claimed(record.failure) == "source_unavailable"
+        elif record.result is not None and record.source_text is not None:
+            self.served = own_sections(record, self.compactor, self.manifest.name)
 
     @property
     def answer_checks(self) -> dict:
@@ -210,7 +234,7 @@ class Checker:
         no section of its own) gives no finding rather than a pass it did not earn."""
         request, reply = record.request, record.result
         prior, sections, budget = request["prior_sections"], reply["sections"], request["token_budget"]
-        own = own_sections(record, self.compactor)
+        own = own_sections(record, self.compactor, self.manifest.name)
         written = sections if self.compactor else own
         if not self.compactor:
             if prior:
@@ -240,7 +264,7 @@ class Checker:
         self.check_tokens(own, record, where)
 
     def check_placement(self, prior: list[dict], sections: list[dict], where: str) -> None:
-        found = placement(prior, sections)
+        found = placement(prior, sections, self.manifest.name)
         self.add("P-FULL-CHAIN", found is not Placement.DELTA, f"the reply holds none of the {len(prior)} prior section(s): a delta", where)
         self.add("P-OWN-SECTIONS-ONLY", found is not Placement.MOVED, "the prior sections do not come back as an untouched "
                  "prefix (changed, dropped, reordered or preceded by its own)", where)
@@ -282,15 +306,29 @@ class Checker:
 
 def _truncation_problems(own: list[dict], source: str | None) -> list[str]:
     """R-TRUNCATED-UNIT, whitespace aside: sections that together hold the whole source say nothing
-    was cut; a section that ends or starts inside a line of the source says it was cut; one made of
-    whole lines may say either, since only the provider knows whether its unit is the file or a part."""
-    lines = [" ".join(line.split()) for line in (source or "").splitlines() if line.strip()]
-    texts = [" ".join(" ".join(tokens.texts_of(s["content"])).split()) for s in own]
+    was cut; a section that is one verbatim run of the source starting or ending inside a line says
+    it was cut. Anything else may say either: whole lines (only the provider knows whether its unit is
+    the file or a part), a selection of lines from several places, or words of its own (a summary)."""
+    lines = [_flat(line) for line in (source or "").splitlines() if line.strip()]
+    texts = [_flat(" ".join(tokens.texts_of(s["content"]))) for s in own]
     if own and " ".join(texts) == " ".join(lines):
         return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
                 for s in own if s["truncated"]]
-    return [f"section {s['label']!r} is cut inside a line of its source, but says truncated false"
-            for s, text in zip(own, texts) if not s["truncated"] and not _whole_lines(text, lines)]
+    return [f"section {s['label']!r} is a piece of its source cut inside a line, but says truncated false"
+            for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, lines)]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut_inside_a_line(text: str, lines: list[str]) -> bool:
+    """Whether text, with any mark of a cut at its end taken off, is one verbatim run of the source that
+    does not begin and end at line boundaries."""
+    if not text or _whole_lines(text, lines):
+        return False
+    joined = " ".join(lines)
+    return any(piece and piece in joined for piece in (text, CUT_MARK.sub("", text)))
 
 
 def _whole_lines(text: str, lines: list[str]) -> bool:
@@ -378,10 +416,10 @@ def observation(record: StepRecord, checker: Checker) -> dict:
     if record.failure is not None or record.result is None:
         return seen
     if record.step.kind == "contribute":
-        own = own_sections(record, checker.compactor)
+        own = own_sections(record, checker.compactor, checker.manifest.name)
         prior, sections = record.request["prior_sections"], record.result["sections"]
         seen |= {"own": own, "own_text": "\n".join(tokens.text_of(s["content"]) for s in own),
-                 "placement": placement(prior, sections), "source_text": record.source_text,
+                 "placement": placement(prior, sections, checker.manifest.name), "source_text": record.source_text,
                  "chain": sections,
                  "budget": record.request["token_budget"],
                  "rewrites": bool(record.result["rewritten_history"]),
@@ -419,6 +457,40 @@ def _fails(want: dict, seen: dict, checker: Checker) -> list[str]:
             return [f"it failed as {category} ({failure['code']}), not {want['category']}"]
     if failure["code"] == want.get("not_code"):
         return [f"the failure travelled as {failure['code']}"]
+    return []
+
+
+def _vanished_source(want, seen: dict, checker: Checker) -> list[str]:
+    """R-EAGER-SOURCE, a firing after its source went away: a reader that reads it now says
+    source_unavailable; one that serves what it read earlier returns exactly what it served before,
+    which shows nothing of how it reports an unreadable source (not evaluable)."""
+    failure = seen["failure"]
+    if failure is not None:
+        category = _claimed(failure)
+        if category is None:
+            raise NotEvaluable  # it failed without naming a category: P-ERROR-CATEGORIZED's business
+        return [] if category == "source_unavailable" else [
+            f"its source is gone, and it failed as {category} ({failure['code']}), not source_unavailable"]
+    if "own" not in seen:
+        return ["nothing observed: the step is not a contribute call"]
+    if checker.served is None:
+        raise NotEvaluable  # it never served anything to compare with while the source was there
+    if seen["own"] == checker.served:
+        raise NotEvaluable  # what it served before, unchanged: an eager reader's answer
+    return [f"its source is gone, yet it neither failed with source_unavailable nor served what it served "
+            f"before: {len(seen['own'])} own section(s) instead of the {len(checker.served)} it served then"]
+
+
+def _restored_source(want, seen: dict, checker: Checker) -> list[str]:
+    """R-EAGER-SOURCE, a firing after its source came back: it is readable, so it is not reported
+    unavailable. Succeeding shows that only for a reader that said it was unavailable while it was gone."""
+    failure = seen["failure"]
+    if failure is not None:
+        if _claimed(failure) != "source_unavailable":
+            raise NotEvaluable  # another failure: its form is judged by the taxonomy's requirements
+        return ["its source is readable again, yet it failed as source_unavailable"]
+    if not checker.said_unavailable:
+        raise NotEvaluable  # it never read its source at call time in this case: nothing to recover from
     return []
 
 
@@ -468,15 +540,31 @@ def _wrote(judge):
 
 def _each_own(judge):
     """judge(want, section, checker) for every section the provider wrote."""
-    return _wrote(lambda want, seen, checker: [p for s in seen["own"] for p in judge(want, s, checker)])
+    return _wrote(lambda want, seen, checker: _each_judged(seen["own"], lambda s: judge(want, s, checker)))
 
 
-def _figures_problems(seen: dict, checker: Checker) -> list[str]:
-    """Counting.figure_problem over the sections it wrote: not evaluable when none of them could be judged."""
-    found = [checker.counting.figure_problem(seen["record"], s) for s in seen["own"]]
-    if all(problem is None for problem in found):
+def _each_judged(sections: list[dict], judge) -> list[str]:
+    """The problems judge(section) finds, over the sections it can judge; not evaluable when it can judge none."""
+    problems, judged = [], False
+    for section in sections:
+        try:
+            problems += judge(section)
+            judged = True
+        except NotEvaluable:
+            pass
+    if not judged:
         raise NotEvaluable
-    return [problem for problem in found if problem]
+    return problems
+
+
+def _figure_judge(checker: Checker, record: StepRecord):
+    """Counting.figure_problem as a judge for _each_judged: a right figure never seen given is not evaluable."""
+    def judge(section: dict) -> list[str]:
+        problem = checker.counting.figure_problem(record, section)
+        if problem is None:
+            raise NotEvaluable
+        return [problem] if problem else []
+    return judge
 
 
 def _not_yet() -> list[str]:
@@ -514,6 +602,11 @@ PROVIDER = Language({
         "max", len(seen["own"])) else [f"{len(seen['own'])} own section(s), expected {want}"]),
     "own_text_contains": _own(lambda want, seen, checker: [f"its text lacks {t!r}" for t in want
                                                            if t not in seen["own_text"]]),
+    "contributes": _own(lambda want, seen, checker: [] if seen["own_text"].strip() else
+                        [f"it contributed no text of its own ({len(seen['own'])} own section(s))"
+                         + (": the call failed" if seen["failed"] else "")]),
+    "vanished_source": _vanished_source,
+    "restored_source": _restored_source,
     "within_budget": _fits("own", "its sections"),
     "chain_fits": _fits("chain", "the chain"),
     # what only a reply has
@@ -522,10 +615,11 @@ PROVIDER = Language({
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] is not Placement.MOVED else
                               ["the prior sections are not an untouched prefix"]),
     "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"])),
-    "own_text_excludes": _reply(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
+    "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote
-    "tokens_counted": _wrote(lambda want, seen, checker: _figures_problems(seen, checker)),
+    "tokens_counted": _wrote(lambda want, seen, checker: _each_judged(seen["own"], _figure_judge(checker,
+                                                                                             seen["record"]))),
     "own_named": _each_own(lambda want, s, checker: [] if s["provider"] == checker.manifest.name else
                            [f"section {s['label']!r} is named {s['provider']!r}"]),
     "own_labelled": _each_own(lambda want, s, checker: [] if s["label"] else

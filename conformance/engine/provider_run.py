@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 from conformance.bindings.base import Binding
 from conformance.engine import provider_checks, sweep
 from conformance.engine.connection import Connection
-from conformance.engine.provider_driver import case_directory, drive, emptied, from_vector
+from conformance.engine.provider_driver import ProviderTranscript, case_directory, drive, emptied, from_vector
 from conformance.engine.results import CaseResult, suite_defect
 from conformance.manifest import Manifest
 from conformance.vectors import Vector
@@ -21,11 +21,24 @@ def applies(applies_to: str, manifest: Manifest, capabilities: dict) -> tuple[st
     compactor = bool(capabilities.get("compactor"))
     if applies_to == "file-reader" and not manifest.reads_files:
         return "for file readers (the manifest's kind is not file-reader)", "a file-reader manifest, if it reads files"
+    if applies_to == "declares-source" and not (manifest.reads_files or manifest.bad_config is not None):
+        return ("for providers whose config names a source (the manifest is not a file reader's and gives no "
+                "bad_config)", "a file-reader manifest, or a bad_config naming a source that does not exist")
     if applies_to == "compactor" and not compactor:
         return "for compactors", None
     if applies_to == "non-compactor" and compactor:
         return "for providers that are not compactors", None
     return None
+
+
+def unserved(transcript: ProviderTranscript) -> tuple[str, str] | None:
+    """When a step could not be put to this provider, the case shows nothing, its other steps included
+    (they are controls for that step): why, and what would let it run."""
+    why = next((record.unserved for record in transcript.records if record.unserved), None)
+    if why is None:
+        return None
+    return (f"not one this provider can be put to: {why}",
+            "a config_schema that marks required a field the manifest's config sets, if it has one")
 
 
 def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Manifest, run_dir: Path,
@@ -48,7 +61,7 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
             case = from_vector(run.doc, number, run.last_step)
             transcript = drive(binding, case, manifest, emptied(folder) if number else folder, capabilities)
             capabilities = transcript.capabilities
-            reason = applies(case.applies_to, manifest, transcript.capabilities or {})
+            reason = applies(case.applies_to, manifest, transcript.capabilities or {}) or unserved(transcript)
             if reason:
                 result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
                 return transcript.error

@@ -140,5 +140,5 @@ def count_input(spec: dict, models: tuple[Model, ...]) -> dict:
     request: dict = {"content": shorthand.blocks(spec["content"])}
     if "model" in spec:
         model = next(m for m in models if m.id == spec["model"])
-        request["model_ref"] = {"provider": model.provider, "id": model.id}
+        request["model_ref"] = {"provider": spec.get("model_provider", model.provider), "id": model.id}
     return request

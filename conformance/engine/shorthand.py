@@ -31,8 +31,9 @@ def content_of(spec: dict) -> list[dict]:
 
 def message(spec: dict) -> dict:
     data = {"role": ROLES.get(spec["role"], spec["role"]), "content": content_of(spec)}
-    if "id" in spec:
-        data["id"] = spec["id"]
+    for key in ("id", "produced_by_model_id", "produced_by_provider"):
+        if key in spec:
+            data[key] = spec[key]
     return forms.normalize("Message", data)
 
 

@@ -67,8 +67,8 @@ class SessionStartOnly(ReferenceKernel):
 
 
 @mutant("K-PRIOR-SECTIONS")
-class CarriesChainAcrossTurns(ReferenceKernel):
-    """Starts each firing from the previous turn's final chain (examples.md's turn 4, read literally)."""
+class CarriesAnotherSessionsChain(ReferenceKernel):
+    """Starts each firing from the final chain of the last turn it assembled, whichever session that was."""
 
     def assemble(self, request, call):
         result = super().assemble(request, call)
@@ -76,7 +76,7 @@ class CarriesChainAcrossTurns(ReferenceKernel):
         return result
 
     def initial_chain(self, session):
-        return list(getattr(self, "_last", [])) if session.turns else []
+        return list(getattr(self, "_last", []))
 
 
 @mutant("K-SEQUENTIAL")
@@ -98,6 +98,62 @@ class HedgedFirstCall(ReferenceKernel):
             call("Contribute", provider.name, request)
         except CallFailed:
             pass
+
+
+@mutant("KC-CONFIGURE")
+class NeverConfigures(ReferenceKernel):
+    """Asks each provider for its capabilities but never calls Configure."""
+
+    def start_providers(self, declared, call):
+        return [self.provider_from(entry, call("GetCapabilities", entry["name"], {})) for entry in declared]
+
+
+@mutant("KC-CONFIGURE")
+class ConfiguresEveryoneAlike(ReferenceKernel):
+    """Configures every provider with the first one's config."""
+
+    def start_providers(self, declared, call):
+        first = declared[0].get("config", {}) if declared else {}
+        return super().start_providers([{**entry, "config": first} for entry in declared], call)
+
+
+@mutant("K-FIRE-EACH-TURN")
+class AssemblesOncePerTurn(ReferenceKernel):
+    """Takes a second assemble of the same turn (its next model call) for a retry and answers it from memory."""
+
+    def assemble(self, request, call):
+        key = (request["turn"]["session_id"], request["turn"]["turn_id"])
+        memory = self.__dict__.setdefault("memory", {})
+        if key not in memory:
+            memory[key] = super().assemble(request, call)
+        return memory[key]
+
+    def load(self, request, call):
+        self.memory = {}
+        return super().load(request, call)
+
+
+@mutant("K-FIRE-EACH-TURN")
+class GivesUpOnFailingProviders(ReferenceKernel):
+    """Stops asking a provider that failed on three turns in a row, for the rest of the session."""
+
+    def providers_for_turn(self, session):
+        strikes = self.__dict__.setdefault("strikes", {})
+        return [p for p in super().providers_for_turn(session) if strikes.get((id(session), p.name), 0) < 3]
+
+    def on_failure(self, provider, failure):
+        session = self.__dict__.get("session_now")
+        strikes = self.__dict__.setdefault("strikes", {})
+        strikes[(id(session), provider.name)] = strikes.get((id(session), provider.name), 0) + 1
+        return super().on_failure(provider, failure)
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.session_now = session
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def load(self, request, call):
+        self.strikes = {}
+        return super().load(request, call)
 
 
 # --- config-load warnings -------------------------------------------------------------
@@ -153,6 +209,23 @@ class IgnoresOverride(ReferenceKernel):
 
     def resolve_cap(self, provider):
         return int(provider.capabilities.get("default_token_budget", 0))
+
+
+@mutant("K-TOKEN-BUDGET")
+class InventsAMissingDefault(ReferenceKernel):
+    """Hands a provider that declared no default budget one of its own choosing."""
+
+    def resolve_cap(self, provider):
+        return super().resolve_cap(provider) or 1000
+
+
+@mutant("K-TOKEN-BUDGET")
+class ReservesHeadroom(ReferenceKernel):
+    """Keeps a tenth of every cap back for safety, whatever the model (R-BUDGET-SMALLER-MODEL allows less only
+    where a smaller model is in play or the caps do not fit)."""
+
+    def token_budget(self, provider, model):
+        return self.resolve_cap(provider) * 9 // 10
 
 
 @mutant("K-MODEL-TARGET", also=["K-EFFECTIVE-CEILING"])
@@ -214,6 +287,37 @@ class AssembledIncludesHistory(ReferenceKernel):
         return super().assembled_total(chain, session, model, call) + self.count_history(session, model, call)
 
 
+@mutant("K-TURN-FIELDS")
+class SessionsKeepTheirFirstDirectory(ReferenceKernel):
+    """Sends every turn of a session the working directory its first turn had."""
+
+    def turn_fields(self, turn):
+        first = self.__dict__.setdefault("directories", {}).setdefault(turn["session_id"], turn.get("working_directory", ""))
+        return {**super().turn_fields(turn), "working_directory": first}
+
+
+@mutant("K-HISTORY-TO-COMPACTOR")
+class HistoryWithoutMessageIds(ReferenceKernel):
+    """Keeps each message's role and content only: its id and who produced it are lost."""
+
+    def history_for(self, provider, history):
+        return [{"role": m["role"], "content": m["content"]} for m in super().history_for(provider, history)]
+
+
+@mutant("K-TOKEN-BUDGET")
+class BudgetsShareWhatHistoryLeaves(ReferenceKernel):
+    """Scales the caps down to what the ceiling leaves once the conversation is counted."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.room = self.effective_ceiling(model) - self.count_history(session, model, call)
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def token_budget(self, provider, model):
+        caps = sum(self.resolve_cap(p) for p in self.providers)
+        cap = self.resolve_cap(provider)
+        return cap if caps <= self.room else max(0, cap * max(self.room, 0) // caps)
+
+
 # --- token counting -------------------------------------------------------------------------
 
 @mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-BUDGET-REJECT", "K-HISTORY-TOKENS"])
@@ -241,13 +345,22 @@ class FloorNotCeiling(ReferenceKernel):
         return len(tokens.text_of(content).encode()) // 4
 
 
-@mutant("K-COUNT-NON-TEXT-ZERO", also=["K-COUNT-FALLBACK-FORMULA", "K-HISTORY-TOKENS"])
+@mutant("K-COUNT-NON-TEXT-ZERO", also=["K-COUNT-FALLBACK-FORMULA"])
 class CountsNonText(ReferenceKernel):
     """Adds the JSON size of non-text blocks to the fallback count."""
 
     def fallback(self, content):
         size = len(tokens.text_of(content).encode()) + sum(len(json.dumps(b)) for b in content if "text" not in b)
         return (size + 3) // 4
+
+
+@mutant("K-COUNT-NON-TEXT-ZERO")
+class CountsThinkingText(ReferenceKernel):
+    """Counts the text inside thinking and tool blocks into history_tokens, as if it were the model's input."""
+
+    def count_history(self, session, model, call):
+        inner = lambda b: b if "text" in b else {"text": {"text": "".join(_strings(b))}}
+        return self.count([inner(b) for m in session.history for b in m.get("content", [])], model, call)
 
 
 @mutant("K-COUNT-SINGLE-FORMULA", also=["K-COUNT-FALLBACK-FORMULA", "K-HISTORY-TOKENS"])
@@ -290,6 +403,18 @@ class ModelIdAsProvider(ReferenceKernel):
 
     def model_ref(self, model):
         return {"provider": model["id"], "id": ""}
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-COUNT-FALLBACK-FORMULA", "K-COUNT-EXACT-FLAG"])
+class ResolvesModelRefById(ReferenceKernel):
+    """Looks a CountTokens model_ref up by the model's id alone, whatever model provider it names."""
+
+    def count_tokens(self, request, call):
+        ref = (request["request"].get("model_ref") or {})
+        model = self.models.get(ref.get("id", ""))
+        if model and model.get("count_tokens") and ref.get("provider") != model.get("provider"):
+            request = {**request, "request": {**request["request"], "model_ref": self.model_ref(model)}}
+        return super().count_tokens(request, call)
 
 
 @mutant("K-COUNT-EXACT-FLAG")
@@ -337,6 +462,22 @@ class PerSectionBudget(ReferenceKernel):
         return any(self.count(s["content"], model, call) > budget for s in sections)
 
 
+@mutant("K-BUDGET-REJECT")
+class KeepsSectionsThatFit(ReferenceKernel):
+    """Over budget, keeps the provider's sections that fit in order and drops the one that tips it over and
+    those after it: a reduction only the provider may make (R-BUDGET-PER-PROVIDER)."""
+
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        kept, total = [], 0
+        for section in own:
+            total += self.count(section["content"], model, call=self.upstream)
+            if total > budget:
+                break
+            kept.append(section)
+        super().on_over_budget(provider, chain, own, budget, model, diagnostics)
+        return chain + self.recounted(kept, model, self.upstream)
+
+
 @mutant("K-TRUNCATED-NOT-ENOUGH", also=["K-COMPACTOR-BUDGET"])
 class TruncatedExcuses(ReferenceKernel):
     """Lets an over-budget section through when it says it was truncated."""
@@ -369,14 +510,6 @@ class FailsTurnOnBudget(ReferenceKernel):
         raise TurnFailed(f"{provider.name} exceeded its budget")
 
 
-@mutant("K-NO-SILENT-FALLBACK")
-class SilentBudgetDrop(ReferenceKernel):
-    """Drops an over-budget provider's sections without a word."""
-
-    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
-        return chain
-
-
 # --- compactors -----------------------------------------------------------------------------------
 
 @mutant("K-COMPACTOR-BUDGET")
@@ -393,16 +526,6 @@ class CompactorOwnSectionsOnly(ReferenceKernel):
 
     def counted_against_compactor(self, provider, kept):
         return [s for s in kept if s["provider"] == provider.name]
-
-
-@mutant("K-COMPACTOR-BUDGET")
-class CompactorRewriteSurvivesRejection(ReferenceKernel):
-    """Rejects an over-budget compactor's sections but still applies its rewritten history."""
-
-    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
-        if reply["rewritten_history"]:
-            self.apply_rewrite(session, reply["rewritten_history"])
-        return super().reject_compactor(provider, chain, reply, budget, session, diagnostics)
 
 
 @mutant("K-COMPACTOR-BUDGET")
@@ -433,11 +556,25 @@ class AppliesAnyRewrite(ReferenceKernel):
         return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
 
 
+@mutant("K-APPLY-REWRITTEN-HISTORY")
+class FirstRewriteOfFiringOnly(ReferenceKernel):
+    """Applies the first rewritten_history of a firing and ignores any later compactor's."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.rewritten = False
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def apply_rewrite(self, session, history):
+        if not self.rewritten:
+            super().apply_rewrite(session, history)
+        self.rewritten = True
+
+
 # --- content rules ------------------------------------------------------------------------------------
 
 @mutant("K-NON-TEXT-REJECT")
-class StripsNonTextBlocks(ReferenceKernel):
-    """Removes the non-text blocks and keeps the rest of the section."""
+class StripsNonTextBlocksSilently(ReferenceKernel):
+    """Removes the non-text blocks and keeps the rest of the section, without a word."""
 
     def admissible(self, provider, sections, diagnostics):
         stripped = [{**s, "content": [b for b in s["content"] if "text" in b]} for s in sections]
@@ -484,19 +621,11 @@ class EmptyBlockPassesAsText(ReferenceKernel):
         return [original for original, seen in zip(sections, filled) if seen in kept]
 
 
-@mutant("K-PROMPT-BOUNDARIES")
-class KeepsUnlabelled(ReferenceKernel):
-    """Lets a section without a label into the chain and the prompt."""
-
-    def admissible(self, provider, sections, diagnostics):
-        unlabelled = "\0unlabelled"  # passes the label rule; every other rule still applies
-        kept = super().admissible(provider, [{**s, "label": s["label"] or unlabelled} for s in sections], diagnostics)
-        return [{**s, "label": "" if s["label"] == unlabelled else s["label"]} for s in kept]
-
-
-@mutant("K-PROMPT-BOUNDARIES")
+@mutant("K-PROMPT-BOUNDARIES", also=["K-NO-KERNEL-CUT"])
 class PromptWithoutBoundaries(ReferenceKernel):
-    """Concatenates the sections' text with no labelled boundary."""
+    """Concatenates the sections' text with no labelled boundary. A short label may then be found inside
+    another's text, and a block shorter than 8 characters missing from its place counts as not in the
+    prompt whole (R-PROMPT-RENDERING): K-NO-KERNEL-CUT too."""
 
     def render(self, chain):
         return "".join(tokens.text_of(s["content"]) for s in chain)
@@ -520,7 +649,62 @@ class SanitizesMarkup(ReferenceKernel):
         return super().render_section({**section, "content": content})
 
 
+@mutant("K-PROMPT-BOUNDARIES")
+class RendersRepeatedSectionsOnce(ReferenceKernel):
+    """Leaves a section out of the prompt when one just like it was rendered already."""
+
+    def render(self, chain):
+        seen, kept = set(), []
+        for section in chain:
+            key = (section["label"], tokens.text_of(section["content"]))
+            if key not in seen:
+                seen.add(key)
+                kept.append(section)
+        return super().render(kept)
+
+
+@mutant("K-NO-KERNEL-CUT")
+class NormalizesLineEndings(ReferenceKernel):
+    """Turns Windows line endings into Unix ones when it renders the prompt."""
+
+    def render_section(self, section):
+        return super().render_section(section).replace("\r\n", "\n")
+
+
 # --- scope ---------------------------------------------------------------------------------------------
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class LetsProvidersSignForLaterOnes(ReferenceKernel):
+    """Takes sections a provider signs with the name of a provider declared after it for its own (and so reports
+    no scope violation where it drops such a reply for another reason)."""
+
+    def in_scope(self, provider, chain, sections):
+        later = {p.name for p in self.providers[[p.name for p in self.providers].index(provider.name):]}
+        n = len(chain)
+        return sections[:n] == chain and all(s["provider"] in later for s in sections[n:])
+
+
+@mutant("K-PRIOR-SECTIONS")
+class ForeignRewriteWipesTheChain(ReferenceKernel):
+    """Throws the whole chain away, not just the reply, when a non-compactor returns rewritten_history."""
+
+    def on_foreign_rewrite(self, provider, chain, reply, session, diagnostics):
+        super().on_foreign_rewrite(provider, chain, reply, session, diagnostics)
+        return []
+
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class CompletesDeltaReplies(ReferenceKernel):
+    """Reads a reply that holds none of the prior sections as a delta, and puts the prior chain back in front
+    of it, where the reply is by definition the whole chain (R-PLACEMENT). Where it then drops the completed
+    reply for another reason (over budget), the chain is right but no scope violation is reported."""
+
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        sections = reply["sections"]
+        if chain and not provider.compactor and not any(s in sections for s in chain):
+            reply = {**reply, "sections": chain + sections}
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
 
 @mutant("K-SCOPE-DISCARD")
 class AcceptsForeignEdits(ReferenceKernel):
@@ -598,6 +782,26 @@ class ClassifiesByStatusCode(ReferenceKernel):
         return self.diagnostic(provider, category, f"Contribute failed: {failure.message}", kind="provider_failed")
 
 
+@mutant("K-ERR-SOURCE-UNAVAILABLE", "K-ERR-BUDGET-EXCEEDED", "K-ERR-SCOPE-VIOLATION")
+class AbortsChainOnAnyFailure(ReferenceKernel):
+    """Stops the chain at any failing provider, as hook-dispatch does for a transform error, and goes on with
+    the turn: right for an unsettled failure, wrong for the categories the taxonomy isolates."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.stop = False
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def providers_for_turn(self, session):
+        for provider in super().providers_for_turn(session):
+            if self.stop:
+                return
+            yield provider
+
+    def on_failure(self, provider, failure):
+        self.stop = True
+        return super().on_failure(provider, failure)
+
+
 @mutant("K-ERR-INVALID-REQUEST-NO-RETRY")
 class RetriesInvalidRequest(ReferenceKernel):
     """Sends a request the provider called invalid once more, unchanged."""
@@ -649,6 +853,25 @@ class FailsTurnWithoutReason(ReferenceKernel):
         return super().on_failure(provider, failure)
 
 
+@mutant("K-ERR-UNKNOWN-RAW-MESSAGE")
+class BareFailureWithoutMessage(ReferenceKernel):
+    """Reports a failure that carries no ContextError by its status code alone, its message left out."""
+
+    def on_failure(self, provider, failure):
+        if failure.context_error:
+            return super().on_failure(provider, failure)
+        return self.diagnostic(provider, "unknown", f"Contribute failed ({failure.code})", kind="provider_failed")
+
+
+@mutant("K-ERR-UNKNOWN-RAW-MESSAGE")
+class ShortensLongErrorMessages(ReferenceKernel):
+    """Keeps the first 200 characters of a failure's message in its report."""
+
+    def on_failure(self, provider, failure):
+        diagnostic = super().on_failure(provider, failure)
+        return {**diagnostic, "message": diagnostic["message"][:200]} if diagnostic else diagnostic
+
+
 # --- caught only by the property tests (the golden vectors never reach these corners) ------
 
 @mutant("K-DECLARATION-ORDER", also=["KC-NO-REORDER"], property_only=True)
@@ -682,7 +905,8 @@ class ScopeIgnoresFlags(ReferenceKernel):
             and all(s["provider"] == provider.name for s in sections[n:])
 
 
-@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET"], property_only=True)
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET", "K-HISTORY-TOKENS"],
+        property_only=True)
 class FallbackCapsLongTexts(ReferenceKernel):
     """Stops counting after the first 2000 bytes of text."""
 
@@ -765,3 +989,10 @@ class CrashFailsTurn(ReferenceKernel):
             raise TurnFailed(f"provider {provider.name} went away")
         return super().on_failure(provider, failure)
 
+
+def _strings(value) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [s for item in items for s in _strings(item)]

@@ -16,15 +16,16 @@ import re
 
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
-from conformance.reference.kernel import ReferenceKernel, TurnFailed
-from conformance.wire import errors
+from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
+from conformance.wire import errors, tokens
 
 VARIANTS: dict[str, type[ReferenceKernel]] = {}
 
 
-def variant(freedom: str, grants: str, grpc: bool = False):
+def variant(freedom: str, grants: str, grpc: bool = False, plugins: bool = False):
+    """`plugins`: the freedom is one of the plugin-launching mode, certified there (on kernel/plugins/)."""
     def register(cls: type[ReferenceKernel]) -> type[ReferenceKernel]:
-        cls.freedom, cls.grants, cls.grpc = freedom, grants, grpc
+        cls.freedom, cls.grants, cls.grpc, cls.plugins = freedom, grants, grpc, plugins
         VARIANTS[cls.__name__] = cls
         return cls
     return register
@@ -129,6 +130,86 @@ class FailsTurnOnUnsettledFailures(ReferenceKernel):
         raise TurnFailed(f"context-assemble stopped at {provider.name} ({failure.code}): {message}")
 
 
+@variant("starts each firing from the session's previous final chain (examples.md's turn 4); a provider may then "
+         "edit, replace or drop its own earlier sections where they stand", "R-FIRING-STARTS-EMPTY")
+class CarriesChainAcrossTurns(ReferenceKernel):
+    def assemble(self, request, call):
+        result = super().assemble(request, call)
+        if not result["turn_failed"]:
+            self.sessions[request["turn"]["session_id"]].last_chain = result["sections"]
+        return result
+
+    def initial_chain(self, session):
+        return list(getattr(session, "last_chain", []))
+
+    def in_scope(self, provider, chain, sections):
+        """Others' sections back untouched and in order; its own after them or where its own stood."""
+        def foreign_before(chain):
+            seen, counts = 0, []
+            for s in chain:
+                counts.append(seen)
+                seen += s["provider"] != provider.name
+            return counts
+        foreign = [s for s in chain if s["provider"] != provider.name]
+        if [s for s in sections if s["provider"] != provider.name] != foreign:
+            return False
+        slots = {len(foreign)} | {n for s, n in zip(chain, foreign_before(chain)) if s["provider"] == provider.name}
+        return all(n in slots for s, n in zip(sections, foreign_before(sections)) if s["provider"] == provider.name)
+
+    def own_part(self, provider, chain, sections):
+        return [s for s in sections if s["provider"] == provider.name]
+
+    def with_own(self, provider, chain, sections, own):
+        """Its sections it kept where they stand in the reply (own: those, recounted, in order)."""
+        own, chain = list(own), []
+        for s in sections:
+            if s["provider"] != provider.name:
+                chain.append(s)
+            elif own and {**s, "tokens": 0} == {**own[0], "tokens": 0}:
+                chain.append(own.pop(0))
+        return chain
+
+
+@variant("keeps an unlabelled section as it is, inside a boundary of its own", "R-MISSING-LABEL")
+class KeepsUnlabelledSections(ReferenceKernel):
+    def admissible(self, provider, sections, diagnostics):
+        unlabelled = "\0unlabelled"  # passes the label rule; every other rule still applies
+        kept = super().admissible(provider, [{**s, "label": s["label"] or unlabelled} for s in sections], diagnostics)
+        return [{**s, "label": "" if s["label"] == unlabelled else s["label"]} for s in kept]
+
+
+@variant("fails the turn on unsettled failures and rolls the conversation back to before the failed turn",
+         "R-FAILED-TURN")
+class RollsBackFailedTurns(FailsTurnOnUnsettledFailures):
+    def assemble(self, request, call):
+        session = self.sessions.setdefault(request["turn"]["session_id"], Session())
+        before = session.history
+        result = super().assemble(request, call)
+        if result["turn_failed"]:
+            session.history = before
+            result["history"] = before
+        return result
+
+
+@variant("stops the chain at an unsettled failure and goes on with the chain as it stood, reporting it",
+         "R-ERROR-ISOLATION")
+class AbortsChainOnUnsettledFailures(ReferenceKernel):
+    def run_chain(self, turn, model, session, diagnostics, call):
+        self.stop_after = None
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+    def providers_for_turn(self, session):
+        for provider in super().providers_for_turn(session):
+            if self.stop_after is not None:
+                return
+            yield provider
+
+    def on_failure(self, provider, failure):
+        if errors.category_of(failure.context_error) not in errors.ISOLATING:
+            self.stop_after = provider.name
+        return super().on_failure(provider, failure)
+
+
 @variant("fails the turn when a compactor's chain is over its budget", "R-COMPACTOR-OVER-BUDGET")
 class FailsTurnOnOverBudgetCompactor(ReferenceKernel):
     def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
@@ -215,6 +296,148 @@ class CachesTokenCounts(ReferenceKernel):
     def load(self, request, call):
         self.counts = {}
         return super().load(request, call)
+
+
+# --- what "reject" and "validate" may mean (literal readings of the spec) -------------------------
+
+@variant("rejects an over-budget compactor's chain but applies its rewritten_history all the same",
+         "R-COMPACTOR-OVER-BUDGET")
+class AppliesRewriteOfRejectedCompactor(ReferenceKernel):
+    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
+        if reply["rewritten_history"]:
+            self.apply_rewrite(session, reply["rewritten_history"])
+        return super().reject_compactor(provider, chain, reply, budget, session, diagnostics)
+
+
+@variant("fails the turn when a compactor fails with budget_exceeded", "R-COMPACTOR-OVER-BUDGET")
+class FailsTurnOnCompactorBudgetError(ReferenceKernel):
+    def on_failure(self, provider, failure):
+        if provider.compactor and errors.category_of(failure.context_error) == "budget_exceeded":
+            raise TurnFailed(f"compactor {provider.name} could not fit its budget: {failure.message}")
+        return super().on_failure(provider, failure)
+
+
+@variant("removes only the non-text blocks of a section, keeps its text and reports it", "R-NON-TEXT-WHOLE-SECTION")
+class StripsNonTextBlocksVisibly(ReferenceKernel):
+    def admissible(self, provider, sections, diagnostics):
+        kept = []
+        for section in sections:
+            text = [b for b in section["content"] if set(b) == {"text"}]
+            if len(text) < len(section["content"]):
+                self.report(diagnostics, self.diagnostic(provider, "non_text_content",
+                                                         "non-text blocks removed from a section", section))
+            kept.append({**section, "content": text})
+        return super().admissible(provider, kept, diagnostics)
+
+
+@variant("discards a provider's whole reply when any section in it is malformed (non-text or unlabelled)",
+         "R-NON-TEXT-WHOLE-SECTION")
+class DiscardsMalformedReplies(ReferenceKernel):
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        own = reply["sections"] if provider.compactor else reply["sections"][len(chain):]
+        bad = [s for s in own if not tokens.is_text_only(s["content"]) or not s["label"]]
+        if bad and (provider.compactor or self.in_scope(provider, chain, reply["sections"])):
+            category = "non_text_content" if any(not tokens.is_text_only(s["content"]) for s in bad) else "missing_label"
+            self.report(diagnostics, self.diagnostic(provider, category, "malformed section; whole reply discarded"))
+            return chain
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@variant("fails the turn on a malformed reply (a non-text block or a section without a label)",
+         "R-NON-TEXT-WHOLE-SECTION")
+class FailsTurnOnMalformedReplies(ReferenceKernel):
+    def admissible(self, provider, sections, diagnostics):
+        for section in sections:
+            if not tokens.is_text_only(section["content"]) or not section["label"]:
+                raise TurnFailed(f"{provider.name} returned a malformed section {section['label']!r}")
+        return super().admissible(provider, sections, diagnostics)
+
+
+@variant("validates a provider's sections with one CountTokens call over all of their content",
+         "R-BUDGET-PER-PROVIDER")
+class CountsContributionAsOne(ReferenceKernel):
+    def over_budget(self, sections, budget, model, call):
+        return self.count([b for s in sections for b in s["content"]], model, call) > budget
+
+
+@variant("counts every section a provider returned against its budget, those it drops for other reasons too",
+         "R-BUDGET-PER-PROVIDER")
+class CountsRejectedSectionsToo(ReferenceKernel):
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        own = reply["sections"] if provider.compactor else reply["sections"][len(chain):]
+        if not provider.compactor and self.in_scope(provider, chain, reply["sections"]) and \
+                not reply["rewritten_history"] and self.over_budget(own, budget, model, call):
+            self.admissible(provider, own, diagnostics)  # what it would have dropped anyway is still reported
+            return self.on_over_budget(provider, chain, own, budget, model, diagnostics)
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@variant("drops over-budget sections without a diagnostic (the budget rule asks for no log)", "R-LOG-AS-DIAGNOSTIC")
+class SilentBudgetRejection(ReferenceKernel):
+    def on_over_budget(self, provider, chain, own, budget, model, diagnostics):
+        return chain
+
+    def reject_compactor(self, provider, chain, reply, budget, session, diagnostics):
+        return chain
+
+
+@variant("ignores a non-compactor's rewritten_history without a word, keeping its sections", "R-NONCOMPACTOR-REWRITE")
+class IgnoresForeignRewriteSilently(ReferenceKernel):
+    def accept(self, provider, chain, reply, budget, model, session, diagnostics, call):
+        if reply["rewritten_history"] and not provider.compactor:
+            reply = {**reply, "rewritten_history": []}
+        return super().accept(provider, chain, reply, budget, model, session, diagnostics, call)
+
+
+@variant("warns when the caps exceed the smallest effective ceiling of every declared model, routed or not",
+         "R-BUDGET-SUM-WARNING")
+class WarnsOverEveryDeclaredModel(ReferenceKernel):
+    def routing_ceilings(self):
+        return [self.effective_ceiling(m) for m in self.models.values()]
+
+
+@variant("lowers every budget in proportion on a turn whose model is smaller than the primary", "R-BUDGET-SMALLER-MODEL")
+class ScalesBudgetsOnSmallerModels(ReferenceKernel):
+    def token_budget(self, provider, model):
+        primary = self.effective_ceiling(self.models[self.routing[0]])
+        ceiling = self.effective_ceiling(model)
+        cap = self.resolve_cap(provider)
+        return cap if ceiling >= primary or primary <= 0 else max(0, cap * ceiling // primary)
+
+
+@variant("assembled_tokens_last_turn is the sum of the token figures the final chain carries", "R-ASSEMBLED-TOKENS")
+class AssembledFromStatedFigures(KeepsStatedFigures):
+    def assembled_total(self, chain, session, model, call):
+        return sum(int(s["tokens"]) for s in chain)
+
+
+@variant("assembled_tokens_last_turn is one count over the text of the whole final chain", "R-ASSEMBLED-TOKENS")
+class AssembledCountedAtOnce(ReferenceKernel):
+    def assembled_total(self, chain, session, model, call):
+        return self.count([b for s in chain for b in s["content"]], model, call)
+
+
+@variant("history_tokens is the sum of each message's own count", "R-HISTORY-TOKENS")
+class HistoryCountedPerMessage(ReferenceKernel):
+    def count_history(self, session, model, call):
+        return sum(self.count(m.get("content", []), model, call) for m in session.history)
+
+
+# --- launched plugins (ctxconf kernel --launch-plugins) --------------------------------------------
+
+@variant("keeps the plugins of a configuration it is done with running until it stops", "R-PLUGIN-LIFETIME",
+         plugins=True)
+class KeepsPluginsUntilStop(ReferenceKernel):
+    def load(self, request, call):
+        if self.fleet is not None and not request["config"]["providers"]:
+            self.__dict__.setdefault("idle", []).append(self.fleet)  # kept warm, as a pool would
+            self.fleet = None
+        return super().load(request, call)
+
+    def stop(self, request, call):
+        for fleet in self.__dict__.pop("idle", []):
+            fleet.close()
+        return super().stop(request, call)
 
 
 # --- the harness surface ----------------------------------------------------------------------

@@ -17,7 +17,8 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph
-from conformance.reference.provider_base import Counter, ReferenceProvider, context_failure, text_block
+from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
+                                                 text_block)
 from conformance.wire import tokens
 
 MUTANTS: dict[str, type[ReferenceProvider]] = {}
@@ -301,6 +302,26 @@ class GivesUpWhenOverBudget(FileReader):
         return super().own_section(text, budget, count) if whole <= budget else None
 
 
+@mutant("P-SELF-REDUCE")
+class EmptySectionWhenOverBudget(FileReader):
+    """Answers a file that does not fit with a section that holds no text: a section, but nothing reduced."""
+
+    def own_section(self, text, budget, count):
+        if count(text_block(text.strip())) <= budget:
+            return super().own_section(text, budget, count)
+        return self.section(self.label, "", 0, True)
+
+
+@mutant("P-SELF-REDUCE")
+class BudgetExceededWhenOverBudget(FileReader):
+    """Fails with budget_exceeded whenever its file does not fit whole, instead of reducing it."""
+
+    def own_section(self, text, budget, count):
+        if count(text_block(text.strip())) > budget:
+            raise context_failure("budget_exceeded", f"{self.label} does not fit {budget} tokens")
+        return super().own_section(text, budget, count)
+
+
 @mutant("P-TRUNCATED-FLAG")
 class NeverTruncated(FileReader):
     """Never sets truncated, even when it cut."""
@@ -334,6 +355,21 @@ class EstimatesAtSmallBudgets(FileReader):
     def own_section(self, text, budget, count):
         estimate = lambda content: math.ceil(len(tokens.text_of(content).encode()) / 4)
         return super().own_section(text, budget, count if budget >= 50 else estimate)
+
+
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
+class EstimatesWhenCountTokensFails(FileReader):
+    """Falls back to a bytes/4 estimate of its own when the kernel's CountTokens fails."""
+
+    def counter(self, call, request):
+        counter = super().counter(call, request)
+
+        def count(content):
+            try:
+                return counter(content)
+            except CountUnavailable:
+                return math.ceil(len(tokens.text_of(content).encode()) / 4)
+        return count
 
 
 @mutant("P-TOKENS-COUNTTOKENS")
@@ -429,7 +465,38 @@ class SilentWhenSourceVanishes(FileReader):
         try:
             return super().read()
         except CallFailed:
-            return ""
+            return self.stand_in()
+
+    def stand_in(self) -> str:
+        return ""
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class PlaceholderWhenSourceVanishes(SilentWhenSourceVanishes):
+    """Contributes a note of its own, without an error, when its file has gone."""
+
+    def stand_in(self) -> str:
+        return f"({self.label} could not be read.)"
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class StaysUnavailable(FileReader):
+    """Once its file has gone, reports it unavailable for the rest of the session, back or not."""
+
+    gone = False
+
+    def configure(self, request, call):
+        self.gone = False
+        return super().configure(request, call)
+
+    def read(self):
+        if self.gone:
+            raise context_failure("source_unavailable", f"{self.label} went away earlier", retryable=True)
+        try:
+            return super().read()
+        except CallFailed:
+            self.gone = True
+            raise
 
 
 @mutant("P-SOURCE-UNAVAILABLE")

@@ -9,6 +9,9 @@ gRPC (where the variant's freedom shows on the wire).
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
 from conformance.proofs.error_forms import ReshapesFailures, error_info
@@ -55,6 +58,19 @@ class NoSectionWithoutCounts(FileReader):
             return super().contribute(request, call)
         except CountUnavailable:
             return {"sections": request["request"].get("prior_sections", [])}
+
+
+@variant("keeps the kernel's CountTokens answers, and states a kept figure, also when CountTokens fails",
+         "R-KEPT-COUNTS")
+class KeepsCounts(FileReader):
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: dict[str, dict] = {}  # model id -> texts -> the count CountTokens gave
+
+    def counter(self, call, request):
+        counter = super().counter(call, request)
+        counter.seen = self.kept.setdefault(counter.model_id, {})
+        return counter
 
 
 # --- how its content is cut into sections and counted ---------------------------------------
@@ -104,8 +120,128 @@ class NamesModelProvider(FileReader):
         return _NamingTheModelProvider(call, request["model_target"]["id"])
 
 
+# --- how it reduces a source over its budget (context/data-types.md#budget-mechanics) -----------
+
+class _SelectsParagraphs(FileReader):
+    """Priority selection: whole paragraphs taken in the order it values them until the next does not
+    fit, returned in the source's order; the reference's cut when not even the first fits."""
+
+    FLAGGED = True  # what truncated says on a selection of whole paragraphs
+
+    def ranked(self, pieces: list[str]) -> list[int]:
+        raise NotImplementedError
+
+    def own_section(self, text, budget, count):
+        pieces = paragraphs(text)
+        if not pieces or count(text_block("\n\n".join(pieces))) <= budget:
+            return super().own_section(text, budget, count)
+        kept: list[int] = []
+        for i in self.ranked(pieces):
+            if count(text_block("\n\n".join(pieces[j] for j in sorted([*kept, i])))) > budget:
+                break
+            kept.append(i)
+        if not kept:
+            return super().own_section(text, budget, count)
+        final = "\n\n".join(pieces[j] for j in sorted(kept))
+        return self.section(self.label, final, count(text_block(final)), self.FLAGGED)
+
+
+@variant("keeps the last paragraphs that fit (the newest rules), not the first, in one section flagged truncated",
+         "context/data-types.md#budget-mechanics")
+class KeepsLastParagraphs(_SelectsParagraphs):
+    def ranked(self, pieces):
+        return list(reversed(range(len(pieces))))
+
+
+@variant("keeps the longest paragraphs that fit, wherever they are, and flags that selection of whole paragraphs "
+         "not truncated", "R-TRUNCATED-UNIT")
+class KeepsLongestParagraphs(_SelectsParagraphs):
+    FLAGGED = False
+
+    def ranked(self, pieces):
+        return sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+
+
+@variant("summarizes a source over its budget in words of its own (a list of its topics), flagged not truncated; "
+         "cuts as the reference does only when no summary fits", "R-TRUNCATED-UNIT")
+class SummarizingReader(FileReader):
+    def own_section(self, text, budget, count):
+        pieces = paragraphs(text)
+        if not pieces or count(text_block("\n\n".join(pieces))) <= budget:
+            return super().own_section(text, budget, count)
+        topics = [self.topic(p) for p in pieces]
+        kept = longest_fitting(len(topics), lambda k: count(text_block(self.summary(topics[:k]))) <= budget)
+        if not kept:
+            return super().own_section(text, budget, count)
+        summary = self.summary(topics[:kept])
+        return self.section(self.label, summary, count(text_block(summary)), self.FLAGGED)
+
+    FLAGGED = False  # what truncated says on its summary
+
+    @staticmethod
+    def topic(paragraph: str) -> str:
+        """The paragraph's longest word, in lower case and without punctuation."""
+        words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", paragraph)] or ["notes"]
+        return max(words, key=len)
+
+    @staticmethod
+    def summary(topics: list[str]) -> str:
+        return f"In short, about {', '.join(topics)}."
+
+
+@variant("summarizes a source over its budget in words of its own, flagged truncated: cut down to fit",
+         "R-TRUNCATED-UNIT")
+class SummarizingReaderFlagsIt(SummarizingReader):
+    FLAGGED = True
+
+
+# --- when it reads its source (R-EAGER-SOURCE) -----------------------------------------------------
+
+@variant("reads its file once, at Configure, and returns the same sections on every firing of the same budget "
+         "and model, without counting them again, whether the file has since gone or changed", "R-EAGER-SOURCE")
+class EagerReader(FileReader):
+    def configure(self, request, call):
+        reply = super().configure(request, call)
+        self.load(super().read())
+        return reply
+
+    def load(self, text: str) -> None:
+        self.snapshot, self.served = text, {}  # (budget, model id) -> the sections it returns for them
+
+    def read(self):
+        return self.snapshot
+
+    def own_sections(self, text, budget, count):
+        key = (budget, count.model_id)
+        if key not in self.served:
+            self.served[key] = super().own_sections(text, budget, count)
+        return list(self.served[key])
+
+
+@variant("reads its file at Configure, and again only on a firing whose files_touched names it", "R-EAGER-SOURCE")
+class RereadsWhenTouched(EagerReader):
+    def contribute(self, request, call):
+        req = request["request"]
+        touched = {(Path(req.get("working_directory", "")) / name).resolve() for name in req.get("files_touched", [])}
+        if self.path in touched:
+            self.load(FileReader.read(self))
+        return super().contribute(request, call)
+
 
 # --- configuration and errors ----------------------------------------------------------------------
+
+@variant("decodes its file strictly as UTF-8, and reports a file that is not as source_unavailable", "R-SOURCE-NOT-TEXT")
+class NotTextIsUnavailable(FileReader):
+    def read(self):
+        text = super().read()
+        try:
+            self.path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise context_failure("source_unavailable", f"{self.label} is not UTF-8 text", retryable=True) from None
+        except OSError:
+            pass
+        return text
+
 
 @variant("rejects a missing source at Configure as source_unavailable", "context/protocol.md#configure")
 class ConfigureSaysSourceUnavailable(FileReader):

@@ -93,8 +93,9 @@ class ReferenceKernel:
     def count_tokens(self, request: dict, call) -> dict:
         call = self.routed(call)
         counted = forms.normalize("CountTokensRequest", request["request"])
-        model = self.models.get((counted.get("model_ref") or {}).get("id", ""))
-        if model and model.get("count_tokens"):
+        ref = counted.get("model_ref") or {}
+        model = self.models.get(ref.get("id", ""))
+        if model and model.get("count_tokens") and ref.get("provider") in ("", model.get("provider", "")):
             exact = self.tokenizer_count(counted["content"], model, call)
             if exact is not None:
                 return {"count": exact, "exact": True}
@@ -245,10 +246,18 @@ class ReferenceKernel:
             return self.on_scope_violation(provider, chain, sections, diagnostics)
         if reply["rewritten_history"]:
             return self.on_foreign_rewrite(provider, chain, reply, session, diagnostics)
-        own = self.admissible(provider, sections[len(chain):], diagnostics)
+        own = self.admissible(provider, self.own_part(provider, chain, sections), diagnostics)
         if self.over_budget(own, budget, model, call):
             return self.on_over_budget(provider, chain, own, budget, model, diagnostics)
-        return chain + self.recounted(own, model, call)
+        return self.with_own(provider, chain, sections, self.recounted(own, model, call))
+
+    def own_part(self, provider: Provider, chain: list[dict], sections: list[dict]) -> list[dict]:
+        """What a reply in scope holds of the provider's own: everything after the prior chain."""
+        return sections[len(chain):]
+
+    def with_own(self, provider: Provider, chain: list[dict], sections: list[dict], own: list[dict]) -> list[dict]:
+        """The chain after an accepted reply: the prior chain, then the provider's sections it kept."""
+        return chain + own
 
     def in_scope(self, provider: Provider, chain: list[dict], sections: list[dict]) -> bool:
         """R-PLACEMENT: the prior chain an untouched prefix, everything after it the provider's own."""

@@ -246,7 +246,9 @@ async function countTokens({ request }) {
   const ref = request.model_ref || {};
   const model = kernel.models[ref.id || ""];
   const content = request.content || [];
-  if (model && model.count_tokens) {
+  // The ref names a model provider and its model: under another provider it is no model we know.
+  const sameProvider = model && (!ref.provider || ref.provider === (model.provider || ""));
+  if (model && model.count_tokens && sameProvider) {
     const exact = await tokenizer(content, model);
     if (exact !== null) return { count: exact, exact: true };
   }

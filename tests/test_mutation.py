@@ -1,0 +1,43 @@
+"""The mutation analysis' machinery, on one mutant, end to end: built by
+cosmic-ray, imported in place of the reference by the child, certified by
+ctxconf, classified, and written into both reports. The full analysis
+(python -m conformance.proofs.mutation) is for maintainers, not CI."""
+
+import json
+
+import pytest
+
+pytest.importorskip("cosmic_ray")
+
+from cosmic_ray.mutating import mutate_code
+
+from conformance.proofs import mutation
+
+# filereader.py: `return {"sections": prior + own}` emptied to `return None`; the golden vectors kill it.
+SAMPLE = "filereader.py:60:EmptyReturn#0"
+
+
+@pytest.mark.parametrize("operator", [mutation.DeleteStatement, mutation.EmptyReturn, mutation.ReplaceCodeString])
+def test_our_operators_do_what_their_examples_say(operator):
+    for example in operator.examples():
+        assert mutate_code(example.pre_mutation_code, operator(), example.occurrence) == example.post_mutation_code
+
+
+def test_ids_are_unique_and_leave_out_docstrings_and_imports():
+    ops = mutation.operators()
+    mutants = mutation.mutants_of("filereader", ops)
+    assert len({m.id for m in mutants}) == len(mutants)
+    deleted = [m for m in mutants if m.operator == "DeleteStatement"]
+    assert deleted and not any(m.source_line.startswith(("from ", "import ", '"""')) for m in deleted)
+
+
+def test_one_mutant_end_to_end(tmp_path):
+    report_dir, work = tmp_path / "report", tmp_path / "work"
+    assert mutation.main(["--target", "filereader", "--only", SAMPLE, "--report-dir", str(report_dir),
+                          "--work-dir", str(work)]) == 0
+    report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    [mutant] = report["mutants"]
+    assert mutant["id"] == SAMPLE and mutant["diff"].endswith("→  return None")
+    assert mutant["status"] == "killed" and mutant["stage"] == "filereader", mutant
+    assert report["summary"]["targets"]["filereader"]["score"] == 1.0
+    assert "| filereader | 1 | 1 |" in (report_dir / "report.md").read_text(encoding="utf-8")

@@ -1,0 +1,246 @@
+"""Provider behaviours the spec's text allows that an earlier reading of the suite failed: an eager
+reader whose source goes away, reductions that keep something other than a prefix, the truncated
+flag on summaries and selections, token figures kept from an earlier answer, and configuration
+cases with nothing to show. Each test runs the old expectation (written out here) to show the
+variant was failed by it, then the bundled vectors to show it passes now, and shows the mutants of
+the same requirement still caught."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conformance import catalog as catalog_mod, manifest as manifest_mod, paths
+from conformance.engine import provider_checks
+from conformance.engine.results import NOT_TESTED, PASS, SKIP
+from conformance.proofs import provider_mutants, provider_variants
+from conformance.reference.filereader import FileReader
+from conformance.reports.verdict import CONFORMANT, build
+from conformance.vectors import Vector
+from conformance.wire import tokens
+from conformance.wire.pb.pluggableharness.common.v1 import common_pb2
+from tests.conftest import MANIFESTS, certify_provider, failed_requirements
+
+CONVENTIONS = ("# Conventions\n\nUse four spaces for indentation in every Python file of this repository.\n\n"
+               "Run make test before every commit; the CI runs the same target.\n\n"
+               "Commit messages use the imperative mood and stay under seventy characters.\n\n"
+               "Never commit secrets; the pre-commit hook scans for them.\n")
+
+
+def inline(doc: dict) -> Vector:
+    return Vector(doc["id"], doc["title"], tuple(doc["requirements"]), tuple(doc.get("rulings", ())), (), doc,
+                  Path("inline.yaml"))
+
+
+def bundled(provider_vectors, vector_id: str) -> list[Vector]:
+    return [v for v in provider_vectors if v.id == vector_id]
+
+
+def findings(results, requirement: str) -> list:
+    return [f for r in results for f in r.findings if f.requirement == requirement]
+
+
+def report_of(results):
+    return build(catalog_mod.load(), catalog_mod.PROVIDER_ROLES, "provider", results, "python", {}, 0.0)
+
+
+def variant(name: str):
+    return provider_variants.VARIANTS[name]
+
+
+def mutant(name: str):
+    return provider_mutants.MUTANTS[name]
+
+
+# --- an eager reader and a source that goes away (R-EAGER-SOURCE) -------------------------------
+
+OLD_VANISHED = {"id": "provider/old/source-deleted", "title": "the expectation before R-EAGER-SOURCE",
+                "requirements": ["P-SOURCE-UNAVAILABLE"], "applies_to": "file-reader",
+                "files": {"CLAUDE.md": "# Conventions\n\nUse tabs.\n"},
+                "steps": [{"configure": {}}, {"contribute": {"token_budget": 1000}}, {"delete": "CLAUDE.md"},
+                          {"contribute": {"token_budget": 1000},
+                           "expect": {"P-SOURCE-UNAVAILABLE": {"fails": {"category": "source_unavailable"}}}}]}
+VANISHED = "provider/errors/source-deleted-mid-session"
+
+
+def test_an_eager_reader_was_failed_and_is_now_certified_with_source_unavailable_named(provider_vectors, tmp_path):
+    eager = variant("EagerReader")
+    assert failed_requirements(certify_provider(eager, "filereader", [inline(OLD_VANISHED)], tmp_path / "old")) \
+        == {"P-SOURCE-UNAVAILABLE"}
+    results = certify_provider(eager, "filereader", provider_vectors, tmp_path / "new")
+    assert failed_requirements(results) == set()
+    assert findings(results, "P-SOURCE-UNAVAILABLE") == [], "an eager answer earns no pass"
+    report = report_of(results)
+    assert report.verdict == CONFORMANT
+    status = {r.id: r for r in report.requirements}["P-SOURCE-UNAVAILABLE"]
+    assert status.status == NOT_TESTED and "reads its source at call time" in status.why_unexercised
+    assert "P-SOURCE-UNAVAILABLE" in {r.id for r in report.named}
+
+
+def test_a_reader_that_rereads_when_files_touched_names_its_file_is_judged_where_it_rereads(provider_vectors,
+                                                                                          tmp_path):
+    results = certify_provider(variant("RereadsWhenTouched"), "filereader", bundled(provider_vectors, VANISHED),
+                               tmp_path)
+    judged = {f.where.split(" (")[0]: f.passed for f in findings(results, "P-SOURCE-UNAVAILABLE")}
+    assert judged == {"step 5": True, "step 7": True}, "step 4 served what it read before: nothing to judge"
+
+
+@pytest.mark.parametrize("name, step", [("SilentWhenSourceVanishes", "step 4"),
+                                        ("PlaceholderWhenSourceVanishes", "step 4"),
+                                        ("VanishedIsUnknown", "step 4"), ("StaysUnavailable", "step 7")])
+def test_a_reader_that_answers_a_vanished_source_wrongly_is_caught(name, step, provider_vectors, tmp_path):
+    results = certify_provider(mutant(name), "filereader", bundled(provider_vectors, VANISHED), tmp_path)
+    failed = [f.where for f in findings(results, "P-SOURCE-UNAVAILABLE") if not f.passed]
+    assert failed and failed[0].startswith(step), failed
+
+
+# --- reductions other than a prefix (R-SELF-REDUCE-CONTRIBUTES, R-TRUNCATED-UNIT) --------------
+
+OLD_REDUCED = {"id": "provider/old/over-budget", "title": "the expectation before R-SELF-REDUCE-CONTRIBUTES was read",
+               "requirements": ["P-SELF-REDUCE", "P-TRUNCATED-FLAG"], "applies_to": "file-reader",
+               "files": {"CONVENTIONS.md": CONVENTIONS},
+               "steps": [{"configure": {}}, {"contribute": {"token_budget": 60}, "expect": {
+                   "P-SELF-REDUCE": {"own_sections": {"min": 1}, "own_text_contains": ["Conventions"]}}}]}
+REDUCED = "provider/budget/file-over-budget-reduced"
+
+
+@pytest.mark.parametrize("name", ["KeepsLastParagraphs", "KeepsLongestParagraphs", "SummarizingReader",
+                                  "SummarizingReaderFlagsIt"])
+def test_a_reader_that_keeps_something_other_than_a_prefix_was_failed_and_now_passes(name, provider_vectors,
+                                                                                   tmp_path):
+    reader = variant(name)
+    assert "P-SELF-REDUCE" in failed_requirements(
+        certify_provider(reader, "filereader", [inline(OLD_REDUCED)], tmp_path / "old"))
+    results = certify_provider(reader, "filereader", bundled(provider_vectors, REDUCED), tmp_path / "new")
+    assert failed_requirements(results) == set()
+    assert [f.passed for f in findings(results, "P-SELF-REDUCE")] == [True] * 4, "judged at 103, 60, 32 and 5"
+
+
+@pytest.mark.parametrize("name", ["GivesUpWhenOverBudget", "EmptySectionWhenOverBudget",
+                                  "BudgetExceededWhenOverBudget"])
+def test_a_reader_that_gives_up_is_still_caught(name, provider_vectors, tmp_path):
+    results = certify_provider(mutant(name), "filereader", bundled(provider_vectors, REDUCED), tmp_path)
+    assert "P-SELF-REDUCE" in failed_requirements(results)
+
+
+def section(text: str, truncated: bool, label: str = "S") -> dict:
+    return {"label": label, "content": [{"text": {"text": text}}], "truncated": truncated}
+
+
+@pytest.mark.parametrize("texts, flag, failing", [
+    # the whole source, in one section or one per paragraph: false
+    (["# Conventions\n\n" + CONVENTIONS.split("\n\n", 1)[1]], False, False),
+    ([p for p in CONVENTIONS.split("\n\n")], False, False),
+    ([CONVENTIONS], True, True),
+    # a verbatim piece cut inside a line, with or without a mark of the cut: true
+    (["# Conventions\n\nUse four spaces for"], False, True),
+    (["# Conventions\n\nUse four spaces for …"], False, True),
+    (["#"], False, True),
+    (["#"], True, False),
+    # whole lines, consecutive or from several places: either
+    (["# Conventions\n\nUse four spaces for indentation in every Python file of this repository."], False, False),
+    (["Use four spaces for indentation in every Python file of this repository.\n\n"
+      "Never commit secrets; the pre-commit hook scans for them."], False, False),
+    (["Use four spaces for indentation in every Python file of this repository.\n\n"
+      "Never commit secrets; the pre-commit hook scans for them."], True, False),
+    # words of its own, a summary: either
+    (["In short, about conventions, indentation, tests and secrets."], False, False),
+    (["In short, about conventions, indentation, tests and secrets."], True, False),
+])
+def test_truncated_follows_what_the_text_settles_and_accepts_what_it_leaves_open(texts, flag, failing):
+    own = [section(t, flag, f"S{i}") for i, t in enumerate(texts)]
+    assert bool(provider_checks._truncation_problems(own, CONVENTIONS)) is failing
+
+
+@pytest.mark.parametrize("name", ["NeverTruncated", "AlwaysTruncated"])
+def test_the_truncated_mutants_are_still_caught(name, provider_vectors, tmp_path):
+    vectors = [v for v in provider_vectors if v.id.startswith("provider/budget/file-")]
+    assert "P-TRUNCATED-FLAG" in failed_requirements(certify_provider(mutant(name), "filereader", vectors, tmp_path))
+
+
+# --- token figures kept from an earlier answer (R-KEPT-COUNTS) ----------------------------------
+
+def test_a_figure_is_judged_only_where_it_was_asked_for_or_is_wrong():
+    checker = provider_checks.Checker.__new__(provider_checks.Checker)
+    checker.findings = []
+
+    class Count:
+        def __init__(self, text, count=1):
+            self.request, self.count = {"content": [{"text": {"text": text}}]}, count
+
+    content = [{"text": {"text": "Use tabs."}}]
+    right = {"label": "S", "content": content, "tokens": tokens.suite_tokenizer_count(content)}
+    wrong = {**right, "tokens": right["tokens"] + 1}
+    record = type("Record", (), {})()
+    for counts, own, expected in (([Count("Use tabs.")], [right], [True]), ([], [right], []),
+                                  ([Count("Use tabs.", None)], [right], []), ([], [wrong], [False]),
+                                  ([Count("Use tabs.")], [wrong], [False])):
+        checker.findings, record.counts = [], counts
+        checker.check_tokens(own, record, "step 1")
+        assert [f.passed for f in checker.findings] == expected, (counts, own)
+
+
+def test_an_eager_reader_replaying_its_section_is_judged_on_the_firing_that_counted_it(provider_vectors, tmp_path):
+    results = certify_provider(variant("EagerReader"), "filereader",
+                               bundled(provider_vectors, "provider/chain/repeated-firings"), tmp_path)
+    assert [(f.where.split(" (")[0], f.passed) for f in findings(results, "P-TOKENS-COUNTTOKENS")] == \
+        [("step 2", True)]
+
+
+OLD_COUNTS_DOWN = {"id": "provider/old/count-tokens-down", "title": "the expectation before R-KEPT-COUNTS",
+                   "requirements": ["P-TOKENS-COUNTTOKENS"],
+                   "steps": [{"configure": {}}, {"contribute": {"token_budget": 5}}, {"count_tokens": "fail"},
+                             {"contribute": {"token_budget": 5}, "expect": {"P-TOKENS-COUNTTOKENS": {
+                                 "one_of": [{"fails": {}}, {"own_sections": {"max": 0}}]}}}]}
+
+
+def test_a_reader_stating_kept_figures_while_counttokens_is_down_was_failed_and_now_passes(provider_vectors,
+                                                                                         tmp_path):
+    keeper = variant("KeepsCounts")
+    assert failed_requirements(certify_provider(keeper, "filereader", [inline(OLD_COUNTS_DOWN)], tmp_path / "old")) \
+        == {"P-TOKENS-COUNTTOKENS"}
+    down = bundled(provider_vectors, "provider/errors/count-tokens-unavailable")
+    assert failed_requirements(certify_provider(keeper, "filereader", down, tmp_path / "new")) == set()
+    for name in ("EstimatesWhenCountTokensFails", "EstimatesTokens", "EstimatesAtSmallBudgets", "StaleFigure"):
+        assert "P-TOKENS-COUNTTOKENS" in failed_requirements(
+            certify_provider(mutant(name), "filereader", provider_vectors, tmp_path / name)), name
+
+
+# --- configuration cases with nothing to show ----------------------------------------------------
+
+def test_a_schema_with_no_required_field_skips_the_case_instead_of_passing_its_control(provider_vectors, tmp_path):
+    from conformance.reference.compactor import Compactor
+    results = certify_provider(Compactor, "compactor",
+                               bundled(provider_vectors, "provider/errors/configure-rejects-missing-required-field"),
+                               tmp_path)
+    assert [r.status for r in results] == [SKIP] and findings(results, "P-CONFIGURE-REQUIRED-FIELD") == []
+    named = {r.id: r.why_unexercised for r in report_of(results).named}
+    assert "config_schema" in named["P-CONFIGURE-REQUIRED-FIELD"]
+
+
+def _manifest(tmp_path: Path, **fields) -> str:
+    doc = {"name": "filereader", "kind": "generic", "config": {"root": "${workdir}", "path": "${source}"}, **fields}
+    (tmp_path / "generic.yaml").write_text(yaml.safe_dump(doc))
+    return str(tmp_path / "generic.yaml")
+
+
+@pytest.mark.parametrize("bad_config, runs", [({"root": "${workdir}", "path": "nowhere.md"}, True), (None, False)])
+def test_a_generic_provider_with_a_bad_config_is_put_to_the_missing_source_case(bad_config, runs, provider_vectors,
+                                                                               tmp_path, monkeypatch):
+    fields = {"bad_config": bad_config} if bad_config else {}
+    manifest = manifest_mod.load(Path(_manifest(tmp_path, **fields)))
+    monkeypatch.setattr(manifest_mod, "load", lambda path: manifest)
+    results = certify_provider(FileReader, "generic", bundled(provider_vectors,
+                                                              "provider/errors/configure-rejects-missing-source"),
+                               tmp_path / "cases")
+    assert [r.status for r in results] == ([PASS] if runs else [SKIP])
+    assert bool(findings(results, "P-CONFIGURE-REJECT")) is runs
+
+
+# --- what an outsider reads: the schemas ------------------------------------------------------------
+
+def test_the_producer_category_is_the_wire_enum():
+    wire = json.loads((paths.DATA / "schemas" / "wire.json").read_text())["$defs"]
+    assert wire["ProducerRef"]["properties"]["category"] == {"$ref": "#/$defs/Category"}
+    assert wire["Category"]["enum"] == list(common_pb2.Category.keys())
