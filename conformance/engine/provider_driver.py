@@ -315,6 +315,8 @@ def change_files(step: Step, transcript: ProviderTranscript) -> None:
             raise HarnessError(f"{field}: cannot delete {step.spec!r}: {exc.strerror}") from None
 
 
+# What a not-text spoil appends. Its words let a vector tell a provider that decoded the new content (they are
+# in its text) from one that serves what it read before (provider/errors/source-not-text).
 NOT_TEXT = b"\n\xff\xfe\x00 and bytes that are not UTF-8: \xc3\x28 \x80\x81\n"
 
 
