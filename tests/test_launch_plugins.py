@@ -107,3 +107,21 @@ def test_a_fake_plugin_refuses_to_run_without_its_host(tmp_path):
     assert run.returncode == 1 and "meant to be launched" in run.stderr
     events = [json.loads(line) for line in report.read_text().splitlines()]
     assert [e["event"] for e in events] == ["started", "refused"] and events[0]["cookie"] == "missing"
+
+
+class BypassesItsPlugins(kernel_mutants.ReferenceKernel):
+    """Launches its plugins, then asks the harness for its providers' answers instead of the plugins."""
+
+    def routed(self, call):
+        self.upstream = call
+        return call
+
+
+def test_a_kernel_that_goes_round_its_plugins_is_a_case_error(tmp_path):
+    """Found by mutation analysis: the suite used to answer a launched provider's calls on the harness's own
+    route too, so a kernel that never talked to its plugins was certified in this mode."""
+    run, report = _run(tmp_path, "--python", "tests.test_launch_plugins:BypassesItsPlugins")
+    assert run.returncode == 1, run.stderr
+    errors = [c["error"] for c in report["cases"] if c.get("error")]
+    assert errors and all("through the harness's own callbacks" in e for e in errors), errors
+    assert _left_running(tmp_path) == []

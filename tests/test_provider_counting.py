@@ -25,13 +25,13 @@ def _ask(kernel, content, model=None):
 
 
 def test_the_kernel_counts_for_the_model_named_and_falls_back_without_one():
-    kernel = SuiteKernel({**provider_driver.SUITE_MODELS, "target": "bytes"})
+    kernel = SuiteKernel({**provider_driver.SUITE_MODELS, "target": "thirds"})
     text = [{"text": {"text": "Café résumé naïve — 漢字"}}]
-    words, bytes_, plain = (_ask(kernel, text, m) for m in ("suite-model", "target", "suite-plain-model"))
+    words, thirds, plain = (_ask(kernel, text, m) for m in ("suite-model", "target", "suite-plain-model"))
     assert words == {"count": tokens.count_with("words", text)[0], "exact": True}
-    assert bytes_ == {"count": tokens.count_with("bytes", text)[0], "exact": True} and bytes_ != words
+    assert thirds == {"count": tokens.count_with("thirds", text)[0], "exact": True} and thirds != words
     assert plain == _ask(kernel, text) == _ask(kernel, text, "") == {"count": tokens.fallback_count(text), "exact": False}
-    assert kernel("CountTokens", None, {"content": text, "model_ref": {"provider": "anthropic", "id": "target"}}) == bytes_
+    assert kernel("CountTokens", None, {"content": text, "model_ref": {"provider": "anthropic", "id": "target"}}) == thirds
     with pytest.raises(CallFailed) as missing:
         _ask(kernel, text, "gpt-unknown")
     assert missing.value.code == "NOT_FOUND"
@@ -39,7 +39,7 @@ def test_the_kernel_counts_for_the_model_named_and_falls_back_without_one():
 
 
 def test_the_tokenizers_count_the_whole_text_so_per_block_sums_differ():
-    for tokenizer in ("words", "bytes", "none"):
+    for tokenizer in ("words", "thirds", "none"):
         whole = tokens.count_with(tokenizer, TWO_BLOCKS)[0]
         assert whole == tokens.count_with(tokenizer, [{"text": {"text": tokens.text_of(TWO_BLOCKS)}}])[0]
         assert whole != sum(tokens.count_with(tokenizer, [b])[0] for b in TWO_BLOCKS), tokenizer
@@ -48,12 +48,12 @@ def test_the_tokenizers_count_the_whole_text_so_per_block_sums_differ():
 
 
 def test_a_model_given_two_tokenizers_is_exit_2():
-    doc = {"steps": [{"contribute": {"model_target": {"id": "m", "tokenizer": "bytes"}}},
+    doc = {"steps": [{"contribute": {"model_target": {"id": "m", "tokenizer": "thirds"}}},
                      {"contribute": {"model_target": {"id": "m", "tokenizer": "none"}}}]}
     with pytest.raises(InputError, match=r"steps\[1\].contribute.model_target.tokenizer"):
         case_models(doc, "v.yaml")
     with pytest.raises(InputError, match="suite-model"):
-        case_models({"steps": [{"contribute": {"model_target": {"id": "suite-model", "tokenizer": "bytes"}}}]})
+        case_models({"steps": [{"contribute": {"model_target": {"id": "suite-model", "tokenizer": "thirds"}}}]})
     assert case_models({"steps": [{"contribute": {"model_target": {"id": "m", "tokenizer": "none"}}},
                                   {"contribute": {"model_target": {"id": "m"}}}]})["m"] == "none"
 
@@ -68,9 +68,9 @@ def _section(content, figure):
     return {"label": "L", "content": content, "tokens": figure}
 
 
-@pytest.mark.parametrize("model, tokenizer", [("suite-model", "words"), ("other", "bytes"), ("plain", "none")])
+@pytest.mark.parametrize("model, tokenizer", [("suite-model", "words"), ("other", "thirds"), ("plain", "none")])
 def test_a_figure_is_judged_by_what_the_provider_was_given(model, tokenizer):
-    models = {**provider_driver.SUITE_MODELS, "other": "bytes", "plain": "none"}
+    models = {**provider_driver.SUITE_MODELS, "other": "thirds", "plain": "none"}
     counting = Counting(ProviderTranscript(None, models=models, served=Served()))
     truth, fallback = tokens.count_with(tokenizer, TWO_BLOCKS)[0], tokens.fallback_count(TWO_BLOCKS)
     text = tokens.text_of(TWO_BLOCKS)
@@ -89,7 +89,7 @@ def test_a_figure_is_judged_by_what_the_provider_was_given(model, tokenizer):
 
 
 def test_another_models_count_is_named_as_such():
-    counting = Counting(ProviderTranscript(None, models={**provider_driver.SUITE_MODELS, "t": "bytes"},
+    counting = Counting(ProviderTranscript(None, models={**provider_driver.SUITE_MODELS, "t": "thirds"},
                                            served=Served({("first partsecond part, longer than the first", "suite-model")})))
     problem = counting.figure_problem(_record({}, "t"), _section(TWO_BLOCKS, tokens.count_with("words", TWO_BLOCKS)[0]))
     assert "its count on model 'suite-model'" in problem

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -58,8 +59,9 @@ class Observer:
 class CallbackChannel:
     """The kernel's KernelCallbackService, as announced on broker ID 1."""
 
-    def __init__(self, observe: Observer):
+    def __init__(self, observe: Observer, model: str = ""):
         self.observe = observe
+        self.model = model     # "PROVIDER/ID" of a declared model with a tokenizer, to count for too; or ""
         self.address: str | None = None
         self.offered = threading.Event()
         self.probed = False
@@ -81,14 +83,20 @@ class CallbackChannel:
         if not self.offered.wait(OFFER_WAIT):
             self.observe("probe", ok=False, error=f"no broker ID {CALLBACK_BROKER_ID} offer within {OFFER_WAIT:g}s")
             return
-        request = forms.parse("CountTokensRequest", {"content": [{"text": {"text": PROBE_TEXT}}]})
+        self._count("probe", {})
+        if self.model:  # the same text for a model with a tokenizer: the kernel routes it to that model's provider
+            provider, _, model_id = self.model.partition("/")
+            self._count("probe_model", {"model_ref": {"provider": provider, "id": model_id}})
+
+    def _count(self, event: str, ref: dict) -> None:
+        request = forms.parse("CountTokensRequest", {"content": [{"text": {"text": PROBE_TEXT}}], **ref})
         try:
             with grpc.insecure_channel(f"unix:{self.address}") as channel:
                 reply = kernel_pb2_grpc.KernelCallbackServiceStub(channel).CountTokens(request, timeout=OFFER_WAIT)
         except grpc.RpcError as error:
-            self.observe("probe", ok=False, error=f"{error.code().name}: {error.details()}")
+            self.observe(event, ok=False, error=f"{error.code().name}: {error.details()}", **ref)
             return
-        self.observe("probe", ok=True, text=PROBE_TEXT, **forms.to_json(reply))
+        self.observe(event, ok=True, text=PROBE_TEXT, **ref, **forms.to_json(reply))
 
 
 class Relay(context_pb2_grpc.ContextServiceServicer):
@@ -132,6 +140,7 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--relay", required=True, help="the suite's fake provider to relay calls to")
     parser.add_argument("--report", required=True, help="JSON lines file for what this plugin observes")
     parser.add_argument("--cookie", default="=".join(DEFAULT_COOKIE), help="KEY=VALUE the host must set")
+    parser.add_argument("--probe-model", default="", help="PROVIDER/ID of a model to count the probe for too")
     args = parser.parse_args(argv)
     cookie = parse_cookie(args.cookie)
     observe = Observer(args.report)
@@ -145,7 +154,9 @@ def main(argv: list[str] | None = None) -> int | None:
         observe("refused", why=problem)
         return 1
     stopping = threading.Event()
-    callbacks = CallbackChannel(observe)
+    # A SIGTERM asks it to stop as Shutdown does (the drain before a kill); a SIGKILL is not asking.
+    signal.signal(signal.SIGTERM, lambda *_: (observe("terminated"), stopping.set()))
+    callbacks = CallbackChannel(observe, args.probe_model)
     relay = Relay(context_pb2_grpc.ContextServiceStub(grpc.insecure_channel(args.relay)), callbacks, observe)
     grpc_server = serve(lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(relay, s),
                         stopping, callbacks.on_offer, lambda: observe("shutdown"))

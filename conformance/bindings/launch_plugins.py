@@ -43,6 +43,7 @@ class LaunchingKernel:
         self.launched: set[int] = set()   # every plugin pid seen, so that none outlives the run
         self.closed = False
         self.stopped = False  # told to stop at the end of a case (R-PLUGIN-LIFETIME)
+        self.bypassed: list[str] = []  # provider calls the kernel made round its plugins, this configuration
         self.planted = self._plant()
 
     def _plant(self) -> bool:
@@ -89,16 +90,26 @@ class LaunchingKernel:
             fields = {**fields, "config": self._launchable(fields["config"])}
         self.relay.on_callback = on_callback
         try:
-            result = self.inner.request(op, fields, on_callback)
+            result = self.inner.request(op, fields, self._direct(on_callback))
         finally:
             self.relay.on_callback = no_callbacks
         if op == "assemble":
             self.relay.settle(self.relay.hang_limit)
         return result
 
+    def _direct(self, on_callback: OnCallback) -> OnCallback:
+        """The harness's own callback route, which a kernel in this mode uses for its model providers'
+        CountTokens only: a provider call on it went round the plugin the kernel launched, and is noted."""
+        def call(name: str, provider: str | None, request: dict) -> dict:
+            if name != "CountTokens":
+                self.bypassed.append(f"{name} to {provider}")
+            return on_callback(name, provider, request)
+        return call
+
     def _launchable(self, config: dict) -> dict:
         """The config with each provider's command: a fake plugin relaying to a fake provider served now."""
         self.fakes.stop()
+        self.bypassed = []
         self.relay.hang_limit = hang_limit(config, self.timeout)
         self.loads += 1
         self.reports, providers = [], []
@@ -109,6 +120,9 @@ class LaunchingKernel:
             command = [sys.executable, "-m", "conformance.bindings.fake_plugin", "--name", declared["name"],
                        "--relay", self.fakes.provider(declared["name"]), "--report", str(report),
                        "--cookie", "=".join(self.cookie)]
+            counted = next((m for m in config.get("models", []) if m.get("count_tokens")), None)
+            if counted:  # a count through the kernel for a model with a tokenizer (K-COUNT-RESOLUTION)
+                command += ["--probe-model", f"{counted.get('provider', '')}/{counted['id']}"]
             providers.append({**declared, "command": command})
         return {**config, "providers": providers}
 
@@ -213,18 +227,18 @@ def _read(report: Path) -> list[dict]:
         except json.JSONDecodeError:
             continue  # a line cut short by a kill; the others still tell the story
         launch = launches.setdefault(event["pid"], {"pid": event["pid"], "offers": [], "probe": None,
-                                                    "crashed": False, "shutdown": False})
+                                                    "probe_model": None, "crashed": False, "shutdown": False})
         kind = event["event"]
         if kind == "started":
             launch.update(name=event["name"], env=event["env"], cookie=event["cookie"],
                           protocol_versions=event["protocol_versions"])
         elif kind == "offer":
             launch["offers"].append(event["service_id"])
-        elif kind == "probe":
-            launch["probe"] = {k: v for k, v in event.items() if k not in ("event", "pid", "t")}
+        elif kind in ("probe", "probe_model"):
+            launch[kind] = {k: v for k, v in event.items() if k not in ("event", "pid", "t")}
         elif kind == "crash":
             launch["crashed"] = True
-        elif kind == "shutdown":
+        elif kind in ("shutdown", "terminated"):  # asked to stop: the drain of drain-then-kill
             launch["shutdown"] = True
         elif kind == "refused":
             launch["refused"] = event["why"]

@@ -63,7 +63,9 @@ class FakeProviders:
             raise CallFailed("NOT_FOUND", f"no model provider {provider!r} serves a model {model_id!r}")
         if not model.count_tokens:
             raise CallFailed("UNIMPLEMENTED", f"{provider} has no tokenizer for {model_id}; use the fallback formula")
-        return {"count": tokens.suite_tokenizer_count(request.get("content", [])), "exact": True}
+        if model.tokenizer_down:
+            raise CallFailed("UNAVAILABLE", f"{provider}'s tokenizer for {model_id} cannot be reached")
+        return {"count": model.tokenizer_count(request.get("content", [])), "exact": True}
 
     def _contribute(self, fake: FakeProvider, request: dict) -> dict:
         action = fake.action(self.turn.index if self.turn else 0)
@@ -73,6 +75,8 @@ class FakeProviders:
             raise Hang()
         if action.get("crash"):
             raise Crash()
+        if action.get("unreadable"):
+            return {"sections": [{"provider": fake.name, "label": 7, "content": "not a list of blocks"}]}
         if "error" in action:
             error = action["error"]
             context_error = error.get("context_error")

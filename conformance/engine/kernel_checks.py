@@ -19,7 +19,7 @@ from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
 from conformance.engine.kernel_judge import Judgment, Outcome, judge_crash, judge_failure, judge_reply
 from conformance.engine.results import Finding, HarnessProblem
 from conformance.engine.scenario import KernelScenario, Model
-from conformance.wire import errors, tokens
+from conformance.wire import errors, forms, tokens
 
 
 # The requirements these invariants can report on, for the coverage matrix.
@@ -80,7 +80,7 @@ def check_case(scenario: KernelScenario, transcript: Transcript) -> list[Finding
         state.went_wrong = state.went_wrong or bool(broken)
         findings += expectations.KERNEL.check(expect, observation(scenario, record, transcript), where)
     if transcript.plugins is not None:
-        findings += check_plugins(transcript)
+        findings += check_plugins(transcript, scenario)
     return findings + check_configured(scenario, transcript)
 
 
@@ -107,7 +107,7 @@ def check_configured(scenario: KernelScenario, transcript: Transcript) -> list[F
     return findings
 
 
-def check_plugins(transcript: Transcript) -> list[Finding | HarnessProblem]:
+def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Finding | HarnessProblem]:
     """The plugin-launching mode: what each plugin the kernel launched observed of its host. A provider the
     kernel called (through its plugin: the suite saw the call) must have been launched from its command;
     when a kernel launches one is its own affair, so one never called need not have been."""
@@ -118,6 +118,9 @@ def check_plugins(transcript: Transcript) -> list[Finding | HarnessProblem]:
                                "command it was given (through the harness's own callbacks?): does load start "
                                "that command?", "load")
                 for name in sorted(called - {launch.get("name") for launch in launches})]
+    if transcript.bypassed:
+        findings.append(HarnessProblem("the kernel made provider calls through the harness's own callbacks, not "
+                                       f"through the plugins it launched: {', '.join(transcript.bypassed)}", "load"))
     for launch in launches:
         where = f"plugin {launch.get('name')} (pid {launch['pid']})"
         versions = (launch.get("protocol_versions") or "").split(",")
@@ -144,11 +147,34 @@ def check_plugins(transcript: Transcript) -> list[Finding | HarnessProblem]:
                                         f"{probe.get('count', 0)}, not the fallback formula's {expected}", where))
                 findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
                                         "model_ref said exact: true, though no tokenizer could have counted", where))
+            findings += _judge_model_probe(launch["probe_model"], scenario, where)
         if not launch["crashed"]:
             asked = "though it was sent" if launch["shutdown"] else "and was never sent"
             findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["exited"], "still running when the kernel had been "
                                     f"done with its configuration for 5s, {asked} GRPCController/Shutdown", where))
+            if launch["exited"]:  # drain, then kill: asked to stop (Shutdown or SIGTERM) before it went
+                findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["shutdown"], "killed without being asked to "
+                                        "stop first (no GRPCController/Shutdown, no SIGTERM): no drain before "
+                                        "the kill (R-PLUGIN-LIFETIME)", where))
     return findings
+
+
+def _judge_model_probe(probe: dict | None, scenario: KernelScenario, where: str) -> list[Finding]:
+    """A count over the callback channel for a declared model with a tokenizer is that tokenizer's, exact."""
+    if not probe or not probe.get("ok"):
+        return [] if not probe else [Finding("K-CALLBACK-CHANNEL", False, "CountTokens for a model over the callback "
+                                             f"channel failed: {probe.get('error')}", where)]
+    ref = probe.get("model_ref") or {}
+    model = next((m for m in scenario.models if (m.provider, m.id) == (ref.get("provider"), ref.get("id"))), None)
+    if model is None:
+        return []
+    content = [{"text": {"text": probe["text"]}}]
+    want, exact = model.count(content), model.exact
+    return [Finding("K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA", int(probe.get("count", 0)) == want,
+                    f"CountTokens for {model.id} over the callback channel gave {probe.get('count', 0)}, not "
+                    f"{want}", where),
+            Finding("K-COUNT-EXACT-FLAG", bool(probe.get("exact")) is exact, f"CountTokens for {model.id} over the "
+                    f"callback channel said exact {probe.get('exact')}", where)]
 
 
 def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transcript) -> dict:
@@ -168,6 +194,14 @@ def observation(scenario: KernelScenario, record: TurnRecord, transcript: Transc
         "diagnostics": result.get("diagnostics", []), "turn_failed": result.get("turn_failed"),
         "turn_error": result.get("error"), "history": result.get("history"), "prompt": result.get("prompt"),
     }
+
+
+def _readable(reply) -> bool:
+    try:
+        forms.normalize("ContextContribution", reply)
+        return True
+    except forms.WireFormError:
+        return False
 
 
 def _strings_in(value) -> str:
@@ -248,11 +282,11 @@ def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> lis
     the model's id may be resolved by the id or counted by the formula."""
     request, result = record.turn.input, record.result
     model = _counted_for(scenario, request)
-    exact = bool(model and model.count_tokens)
+    exact = bool(model and model.exact)
     if exact and not (request.get("model_ref") or {}).get("provider") and \
             result["count"] == tokens.fallback_count(request["content"]) and result["exact"] is False:
         exact = False
-    want = tokens.count(request["content"], exact)
+    want = model.tokenizer_count(request["content"]) if exact else tokens.fallback_count(request["content"])
     requirement = "K-COUNT-RESOLUTION" if exact else "K-COUNT-FALLBACK-FORMULA"
     how = "the model's tokenizer" if exact else "the fallback formula"
     return [
@@ -272,9 +306,9 @@ def _counted_for(scenario: KernelScenario, request: dict) -> Model | None:
 def exact_is_truthful(model: Model | None, content: list[dict], result: dict) -> bool:
     """exact says whether a real tokenizer produced the count: never for a model without one; for a model
     with one, true for the tokenizer's count and false for the formula's or any other number."""
-    if not (model and model.count_tokens):
+    if not (model and model.exact):
         return result["exact"] is False
-    by_tokenizer = result["count"] == tokens.suite_tokenizer_count(content)
+    by_tokenizer = result["count"] == model.tokenizer_count(content)
     by_formula = result["count"] == tokens.fallback_count(content)
     return True if by_tokenizer and by_formula else result["exact"] is by_tokenizer
 
@@ -476,11 +510,18 @@ class TurnCheck:
             self.add(wrong.rejected_history_blame, False, f"history_tokens counts {wrong.provider}'s rewritten_history, "
                      f"which may not replace the conversation: {wrong.why}", where)
             return
-        if self.model.count_tokens and any(request["history_tokens"] in history_counts(h, tokens.fallback_count)
+        if self.model.exact and any(request["history_tokens"] in history_counts(h, tokens.fallback_count)
                                            for h in self.histories):
             self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is the fallback "
                      f"formula's count; {self.model.id} has a tokenizer, which counts {' or '.join(map(str, figures))}",
                      where)
+            return
+        other = next((m for m in self.scenario.models if m is not self.model and m.exact and
+                      any(request["history_tokens"] in history_counts(h, m.count) for h in self.histories)), None)
+        if other is not None and other.tokenizer != self.model.tokenizer:
+            self.add("K-COUNT-RESOLUTION", False, f"history_tokens {request['history_tokens']} is {other.id}'s "
+                     f"tokenizer's count; the turn runs on {self.model.id}, whose count is "
+                     f"{' or '.join(map(str, figures))}", where)
             return
         if any(request["history_tokens"] in history_counts(_non_text_as_text(h, form), self.model.count)
                for h in self.histories for form in (json.dumps, _strings_in)
@@ -508,6 +549,8 @@ class TurnCheck:
             judgment = judge_crash(fake.name, prior, self.model)
         elif call.error is not None:
             judgment = judge_failure(fake.name, prior, call.error, self.model, fake.compactor)
+        elif not _readable(call.result):  # a reply that is no ContextContribution: a failure with no ContextError
+            judgment = judge_failure(fake.name, prior, {"code": "UNREADABLE_REPLY"}, self.model, fake.compactor)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":

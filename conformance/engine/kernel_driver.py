@@ -51,6 +51,7 @@ class Transcript:
     turns: list[TurnRecord] = field(default_factory=list)
     error: str | None = None
     plugins: list[dict] | None = None  # in the plugin-launching mode: what each launched plugin observed
+    bypassed: tuple[str, ...] = ()     # ... and the provider calls the kernel made round its plugins
 
 
 class _Recorder:
@@ -120,6 +121,7 @@ def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
     if end_case is not None:  # after an error too: what the plugins saw may explain it
         try:
             transcript.plugins = end_case()
+            transcript.bypassed = tuple(dict.fromkeys(binding.bypassed))
         except (HarnessError, CallFailed) as exc:
             transcript.error = transcript.error or _why(exc)
     return transcript

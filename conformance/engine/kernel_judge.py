@@ -335,8 +335,8 @@ def _misread(judgment: Judgment, offered: list[dict], model: Model,
              first: Callable[[], list[Misreading]] = list) -> Judgment:
     """Give `judgment` the wrong chains any answer may leave, after `first`, in the order they are charged."""
     def misreadings() -> list[Misreading]:
-        count = "K-COUNT-RESOLUTION" if model.count_tokens else "K-COUNT-FALLBACK-FORMULA"
-        how = f"{model.id}'s tokenizer" if model.count_tokens else "the fallback formula"
+        count = "K-COUNT-RESOLUTION" if model.exact else "K-COUNT-FALLBACK-FORMULA"
+        how = f"{model.id}'s tokenizer" if model.exact else "the fallback formula"
         # A figure neither offered nor right is the kernel's own count, off, and its budget decisions with it.
         return [
             *first(),
@@ -364,7 +364,7 @@ def _kept_nothing(prior: list[dict], admissible: list[dict], returned: list[dict
     # Over by the formula though the tokenizer keeps them within: the count is the likelier fault, even at
     # exactly the budget (a kernel that compares right but counts wrong drops them too), and the message
     # names the other reading.
-    if model.count_tokens and by_formula > budget:
+    if model.exact and by_formula > budget:
         at_budget = f" (or, had it counted right, it took {counted}, exactly its budget, for over it: " \
                     f"K-BUDGET-REJECT)" if counted == budget else ""
         requirement, why = "K-COUNT-RESOLUTION", (f"the fallback formula counts {by_formula}, over its budget of "

@@ -18,14 +18,24 @@ class Model:
     system_overhead: int
     count_tokens: bool = False
     provider: str = "suite"
+    tokenizer: str = "words"        # which of tokens.KERNEL_TOKENIZERS its provider's CountTokens counts with
+    tokenizer_down: bool = False    # its provider's CountTokens fails: no tokenizer is available (R-TOKENIZER-DOWN)
 
     @property
     def effective_ceiling(self) -> int:
         return self.context_window - self.reserved_output - self.system_overhead
 
+    @property
+    def exact(self) -> bool:
+        """Whether a real tokenizer counts for this model: declared, and reachable."""
+        return self.count_tokens and not self.tokenizer_down
+
+    def tokenizer_count(self, content: list[dict]) -> int:
+        return tokens.KERNEL_TOKENIZERS[self.tokenizer](content)
+
     def count(self, content: list[dict]) -> int:
         """What the kernel's CountTokens resolves to for this model."""
-        return tokens.count(content, exact=self.count_tokens)
+        return self.tokenizer_count(content) if self.exact else tokens.fallback_count(content)
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,8 @@ def from_vector(doc: dict) -> KernelScenario:
     """A scenario from a schema-valid kernel vector document."""
     setup = doc["setup"]
     models = tuple(Model(m["id"], m["context_window"], m["reserved_output"], m["system_overhead"],
-                         m.get("count_tokens", False), m.get("provider", "suite"))
+                         m.get("count_tokens", False), m.get("provider", "suite"), m.get("tokenizer", "words"),
+                         m.get("tokenizer_down", False))
                    for m in setup["models"])
     providers = tuple(FakeProvider(p["name"], forms.normalize("ContextCapabilities", p["capabilities"]),
                                    p.get("token_budget_override"), p.get("config", {}),

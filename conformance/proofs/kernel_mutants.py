@@ -23,7 +23,7 @@ import threading
 from conformance.bindings.base import CallFailed
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.reference.plugin_host import PluginFleet
-from conformance.wire import errors, tokens
+from conformance.wire import errors, forms, tokens
 
 MUTANTS: dict[str, type[ReferenceKernel]] = {}
 
@@ -415,6 +415,35 @@ class ResolvesModelRefById(ReferenceKernel):
         if model and model.get("count_tokens") and ref.get("provider") != model.get("provider"):
             request = {**request, "request": {**request["request"], "model_ref": self.model_ref(model)}}
         return super().count_tokens(request, call)
+
+
+@mutant("K-COUNT-EXACT-FLAG")
+class ExactFromTheDeclaration(ReferenceKernel):
+    """Says exact true for any model declared with a tokenizer, even when the tokenizer failed and the count is
+    the formula's."""
+
+    def count_tokens(self, request, call):
+        result = super().count_tokens(request, call)
+        model = self.models.get((request["request"].get("model_ref") or {}).get("id", ""))
+        return {**result, "exact": True} if model and model.get("count_tokens") else result
+
+
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-COUNT-EXACT-FLAG", "K-HISTORY-TOKENS"])
+class ZeroWhenTheTokenizerFails(ReferenceKernel):
+    """Counts 0 when the model's tokenizer fails, so everything fits."""
+
+    def tokenizer_count(self, content, model, call):
+        counted = super().tokenizer_count(content, model, call)
+        return 0 if counted is None else counted
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-BUDGET-VALIDATE", "K-ASSEMBLED-LAST-TURN"])
+class CountsWithTheFirstTokenizer(ReferenceKernel):
+    """Counts every model that has a tokenizer with the first routing model's that has one."""
+
+    def model_ref(self, model):
+        first = next((self.models[m] for m in self.routing if self.models[m].get("count_tokens")), model)
+        return super().model_ref(first)
 
 
 @mutant("K-COUNT-EXACT-FLAG")
@@ -841,6 +870,19 @@ class SilentBareFailure(ReferenceKernel):
 
     def on_failure(self, provider, failure):
         return None if failure.context_error is None else super().on_failure(provider, failure)
+
+
+@mutant("K-NO-SILENT-FALLBACK")
+class SkipsUnreadableRepliesSilently(ReferenceKernel):
+    """Drops a reply it cannot read without a word, as if the provider had contributed nothing."""
+
+    def contribute(self, provider, request, call):
+        reply = super().contribute(provider, request, call)
+        try:
+            forms.normalize("ContextContribution", reply)
+        except forms.WireFormError:
+            return {"sections": request["prior_sections"]}
+        return reply
 
 
 @mutant("K-TRANSFORM-ERROR-SURFACED")

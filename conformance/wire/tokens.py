@@ -7,12 +7,12 @@ block). The suite tokenizers play model providers' real tokenizers; they are
 deliberately unlike both the fallback and a character count, so an
 implementation that estimates instead of asking is caught.
 
-The kernel's models count with `suite_tokenizer_count`, additive over blocks.
-The kernel the suite plays for a provider has models with the TOKENIZERS
-below, each a function of a content's whole text and not additive over its
-blocks (as the fallback is not), and models with none (the fallback, exact
-false): a provider that counts for the wrong model, or adds up per-block
-counts, states figures no CountTokens call for its section gave.
+A kernel's declared models count with KERNEL_TOKENIZERS, additive over
+blocks. The kernel the suite plays for a provider has models with the same
+tokenizers applied to a content's whole text (TOKENIZERS), not additive over
+its blocks (as the fallback is not), and models with none (the fallback,
+exact false): a provider that counts for the wrong model, or adds up
+per-block counts, states figures no CountTokens call for its section gave.
 """
 
 from __future__ import annotations
@@ -56,30 +56,6 @@ def suite_tokenizer_count(content: list[dict]) -> int:
     return total
 
 
-def _words_over_whole_text(content: list[dict]) -> int:
-    """Words plus a fifth of the code points, over the whole text: on one block, suite_tokenizer_count."""
-    text = text_of(content)
-    return len(_WORD.findall(text)) + (len(text) + 4) // 5
-
-
-def _words_and_bytes(content: list[dict]) -> int:
-    """Words plus a third of the UTF-8 bytes, over the whole text: another vendor's tokenizer."""
-    text = text_of(content)
-    return len(_WORD.findall(text)) + (len(text.encode("utf-8")) + 2) // 3
-
-
-# The model tokenizers of the kernel the suite plays for a provider, by name; `none` is a model without one.
-TOKENIZERS = {"words": _words_over_whole_text, "bytes": _words_and_bytes}
-NO_TOKENIZER = "none"
-
-
-def count_with(tokenizer: str, content: list[dict]) -> tuple[int, bool]:
-    """(count, exact) as CountTokens resolves it for a model with this tokenizer (`none`: the fallback)."""
-    if tokenizer == NO_TOKENIZER:
-        return fallback_count(content), False
-    return TOKENIZERS[tokenizer](content), True
-
-
 def count(content: list[dict], exact: bool) -> int:
     """The count CountTokens resolves to: the tokenizer when the model has one."""
     return suite_tokenizer_count(content) if exact else fallback_count(content)
@@ -88,3 +64,32 @@ def count(content: list[dict], exact: bool) -> int:
 def history_content(messages: list[dict]) -> list[dict]:
     """Every content block of a conversation, in order (ruling R-HISTORY-TOKENS)."""
     return [block for message in messages for block in message.get("content", [])]
+
+
+def _words_and_thirds(content: list[dict]) -> int:
+    """Words plus a third of the UTF-8 bytes, per text block, summed: another vendor's tokenizer, additive."""
+    return sum(len(_WORD.findall(t)) + (len(t.encode("utf-8")) + 2) // 3 for t in texts_of(content))
+
+
+# The tokenizers of the kernel's declared models (`tokenizer:` in a kernel vector), by name. Each is additive
+# over blocks, so a kernel may count a section in one call or one per block; they differ from model to model,
+# so a kernel that counts for another model than the turn's is seen to.
+KERNEL_TOKENIZERS = {"words": suite_tokenizer_count, "thirds": _words_and_thirds}
+
+
+def _over_whole_text(tokenizer):
+    """A kernel tokenizer applied to a content's whole text as one block: no longer additive over blocks."""
+    return lambda content: tokenizer([{"text": {"text": text_of(content)}}])
+
+
+# The model tokenizers of the kernel the suite plays for a provider (`tokenizer:` in a provider vector's
+# model_target), by name: the kernel's, over the whole text, so a sum of per-block counts is not a section's.
+TOKENIZERS = {name: _over_whole_text(tokenizer) for name, tokenizer in KERNEL_TOKENIZERS.items()}
+NO_TOKENIZER = "none"  # a model without one: the fallback formula, exact false
+
+
+def count_with(tokenizer: str, content: list[dict]) -> tuple[int, bool]:
+    """(count, exact) as CountTokens resolves it for a model with this tokenizer (`none`: the fallback)."""
+    if tokenizer == NO_TOKENIZER:
+        return fallback_count(content), False
+    return TOKENIZERS[tokenizer](content), True
