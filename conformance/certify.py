@@ -77,10 +77,13 @@ def replay(args: argparse.Namespace) -> Report:
     """`ctxconf replay FILE`: one vector file, against the role its id names."""
     catalog = catalog_mod.load()
     vector = vectors_mod.load_file(args.file, catalog)
+    if getattr(args, "at", None) is not None:
+        vector = vectors_mod.at(vector, args.at)
     role = vector.id.split("/")[0]
     # A project's baseline names cases of the whole suite, not just the one replayed.
     known_cases = {v.id for v in vectors_mod.load_dir(role, catalog)} | {vector.id, CASE_IDS[role]}
-    return _certify(args, role, catalog, [vector], None, f"replay of {vector.id}", known_cases)
+    scope = f"replay of {vector.id}" + (f" at {vector.at}" if vector.at else "")
+    return _certify(args, role, catalog, [vector], None, scope, known_cases)
 
 
 def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None,

@@ -2,7 +2,7 @@
 
     ctxconf kernel [--python MOD:FACTORY | --stdio CMD] [--report FILE] ...
     ctxconf provider [--python MOD:FACTORY | --stdio CMD] --manifest FILE [--report FILE] ...
-    ctxconf replay FILE [--python ... | --stdio ...] [--manifest FILE]
+    ctxconf replay FILE [--at FIELD=VALUE] [--python ... | --stdio ...] [--manifest FILE]
     ctxconf selftest [--profile ci]
     ctxconf requirements [--spec DIR]
     ctxconf explain ID
@@ -103,6 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="run one vector file, such as a shrunk counterexample",
                                  description="Run one vector file against a kernel or provider (the role its id names).")
     replay.add_argument("file", type=Path, help="the vector file")
+    replay.add_argument("--at", metavar="FIELD=VALUE", help="only this sub-run of the vector's sweep, named as its "
+                        "findings name it, e.g. steps[1].contribute.token_budget=49 (any integer, not only the "
+                        "swept ones)")
     _target_options(replay, "either")
     _run_options(replay, properties=False)
     replay.set_defaults(func=_replay)

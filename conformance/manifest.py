@@ -3,6 +3,7 @@ files it writes (docs/provider-protocol.md). Validated on load; a bad manifest i
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,22 +64,36 @@ def load(path: Path) -> Manifest:
     return manifest
 
 
+@functools.lru_cache(maxsize=256)
+def real_path(base: Path) -> Path:
+    """base with its symlinks resolved, as it was first asked for: a case directory replaced by a symlink
+    later still counts as where it was, so nothing reached through the new link is inside it."""
+    return base.resolve()
+
+
 def path_problem(base: Path, name: str, follow_symlinks: bool = True) -> str | None:
     """Why base/name does not lead inside base (base itself counts as inside), or None. By its text
     first: `..` and absolute paths (a provider may clean a path lexically, as Go's filepath.Clean does);
     then, with follow_symlinks, as the system resolves it, which symlinks in base can redirect."""
+    return confined(base, name, follow_symlinks)[1]
+
+
+def confined(base: Path, name: str, follow_symlinks: bool = True) -> tuple[Path | None, str | None]:
+    """base/name (resolved with follow_symlinks, else cleaned by its text) and path_problem's answer."""
     if "\0" in name:
-        return "a path cannot hold a NUL character"
-    if not Path(os.path.normpath(base / name)).is_relative_to(base):
-        return f"{name!r} leads outside the case directory"
-    if follow_symlinks:
-        try:
-            resolved = (base / name).resolve()
-        except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
-            return f"{name!r} cannot be resolved: {exc}"
-        if not resolved.is_relative_to(base.resolve()):
-            return f"{name!r} leads outside the case directory through a symlink, to {resolved}"
-    return None
+        return None, "a path cannot hold a NUL character"
+    lexical = Path(os.path.normpath(base / name))
+    if not lexical.is_relative_to(base):
+        return None, f"{name!r} leads outside the case directory"
+    if not follow_symlinks:
+        return lexical, None
+    try:
+        resolved = (base / name).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        return None, f"{name!r} cannot be resolved: {exc}"
+    if not resolved.is_relative_to(real_path(base)):
+        return None, f"{name!r} leads outside the case directory through a symlink, to {resolved}"
+    return resolved, None
 
 
 def _placeholder_strings(value, field: str) -> Iterator[tuple[str, str]]:

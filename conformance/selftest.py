@@ -162,7 +162,8 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
     outcome = Outcome(subject)
     with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
             Connection(_opener(subject, Path(workdir))) as connection:
-        vectors = [v for v in _vectors(subject.role) if v.id.startswith(subject.vectors_under)]
+        vectors = [v for v in _vectors(subject.role, subject.binding == "python")
+                   if v.id.startswith(subject.vectors_under)]
         properties = properties and not subject.vectors_under
         manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml") if subject.role == "provider" else None
         cases = run_cases(subject.role, connection, vectors, None, Path(workdir), manifest)
@@ -197,9 +198,11 @@ def _property_run(subject: Subject, profile: str, seed: int | None, caught_by_ve
 
 
 @functools.lru_cache(maxsize=None)
-def _vectors(role: str) -> tuple:
-    """Loaded once per worker process: every subject of a role runs the same vectors."""
-    return tuple(vectors_mod.load_dir(role, catalog_mod.load()))
+def _vectors(role: str, swept: bool = True) -> tuple:
+    """Loaded once per worker process: every subject of a role runs the same vectors. Over a binding other
+    than python a sweep runs at the value written only: the python run judged every value of the same code,
+    and what the other binding adds is its transport (as OTHER_BINDING_EXAMPLES has it for the properties)."""
+    return tuple(replace(v, swept=swept) for v in vectors_mod.load_dir(role, catalog_mod.load()))
 
 
 def _opener(subject: Subject, workdir: Path):

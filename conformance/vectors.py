@@ -4,12 +4,12 @@ at fault (exit code 2) instead of a traceback or a silently weaker test."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from conformance import paths
 from conformance.catalog import Catalog
-from conformance.engine import provider_driver
+from conformance.engine import provider_driver, sweep
 from conformance.schemas import InputError, check, read_yaml
 
 
@@ -22,6 +22,12 @@ class Vector:
     needs: tuple[str, ...]
     doc: dict
     path: Path
+    at: str | None = None  # `ctxconf replay --at`: only the sub-run of a sweep this label names
+    swept: bool = True     # False: only as written (the self-test over a binding whose transport is all at stake)
+
+    def sub_runs(self) -> list[sweep.SubRun]:
+        """The runs of this case: as written, then each value of each sweep (or only the one `at` names)."""
+        return sweep.sub_runs(self.doc, self.at) if self.swept else [sweep.SubRun("", self.doc)]
 
 
 def load_dir(role: str, catalog: Catalog, root: Path | None = None) -> list[Vector]:
@@ -45,12 +51,38 @@ def load_file(path: Path, catalog: Catalog, root: Path | None = None) -> Vector:
         if expected_id is not None and doc["id"] != expected_id:
             raise InputError(source, f"id {doc['id']!r} must match the file's place, {expected_id!r}", "id")
     _check_citations(doc, catalog, source)
+    _check_inputs(doc, role, source)
+    sweep.check(doc, source, lambda changed: _check(changed, role, source))
+    return Vector(doc["id"], doc["title"], tuple(doc["requirements"]), tuple(doc.get("rulings", ())),
+                  tuple(doc.get("needs", ())), doc, path)
+
+
+def _check(doc: dict, role: str, source: str) -> None:
+    """A document as its schema and the role's own input checks see it (a sweep's value in place)."""
+    check(f"{role}-vector.json", doc, source)
+    _check_inputs(doc, role, source)
+
+
+def _check_inputs(doc: dict, role: str, source: str) -> None:
+    """What the schema cannot say about the inputs, for each role."""
     if role == "kernel":
         _check_kernel_names(doc, source)
     else:
         provider_driver.check_vector(doc, source)
-    return Vector(doc["id"], doc["title"], tuple(doc["requirements"]), tuple(doc.get("rulings", ())),
-                  tuple(doc.get("needs", ())), doc, path)
+
+
+def at(vector: Vector, label: str) -> Vector:
+    """The vector restricted to one sub-run of its sweeps (`--at`), checked like the vector itself."""
+    try:
+        run = sweep.sub_run(vector.doc, label)
+    except ValueError as exc:
+        raise InputError("--at", str(exc)) from None
+    role = vector.id.split("/")[0]
+    try:
+        _check(run.doc, role, str(vector.path))
+    except InputError as exc:
+        raise InputError("--at", f"{run.label} is not a valid input of {vector.path}: {exc}") from None
+    return replace(vector, at=run.label)
 
 
 def _role(doc, path: Path) -> str:

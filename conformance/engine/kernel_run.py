@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Iterable
 
 from conformance.bindings.base import Binding
-from conformance.engine import kernel_checks
+from conformance.engine import kernel_checks, sweep
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive
 from conformance.engine.results import CaseResult, split_harness, suite_defect
@@ -19,11 +20,24 @@ FEATURES = {"real_transport": "a real transport (gRPC)", "count_tokens": "the co
             "launch_plugins": "the plugin-launching mode (--launch-plugins)"}
 
 
-def case_result(case_id: str, title: str, scenario: KernelScenario, connection: Connection,
+def case_result(case_id: str, title: str, scenario: KernelScenario | None, connection: Connection,
                 requirements: tuple[str, ...] = (), rulings: tuple[str, ...] = (), needs: tuple[str, ...] = (),
-                source: str = "") -> CaseResult:
+                source: str = "", sub_runs: tuple[tuple[str, KernelScenario], ...] = ()) -> CaseResult:
+    """One case: the scenario (None: there is none as written, only `--at`'s sub-run), then each sub-run of a
+    sweep (label, scenario). A sub-run is a new `load`, on the same process when the kernel offers `reload`
+    (else a fresh one, as for any case); the first that errs ends the case."""
     result = CaseResult(case_id, title, requirements, rulings, source=source)
+    seconds = 0.0
+    for label, run in (() if scenario is None else (("", scenario),)) + sub_runs:
+        connection.run(result, _player(result, run, needs, label))
+        seconds += result.seconds
+        if result.error or result.skipped:
+            break
+    result.seconds = seconds
+    return result
 
+
+def _player(result: CaseResult, scenario: KernelScenario, needs: tuple[str, ...], label: str):
     def play(binding: Binding) -> str | None:
         missing = [n for n in needs if n not in binding.features]
         if missing:
@@ -35,19 +49,21 @@ def case_result(case_id: str, title: str, scenario: KernelScenario, connection: 
             findings = kernel_checks.check_case(scenario, transcript)
         except Exception:
             findings, transcript.error = [], suite_defect("judging this case", transcript.error)
-        result.findings, harness = split_harness(findings)
-        return transcript.error or harness
+        found, harness = split_harness(findings)
+        result.findings += [replace(f, where=sweep.named(label, f.where)) for f in found]
+        error = transcript.error or harness
+        return sweep.named(label, error) if error else None
 
-    return connection.run(result, play)
+    return play
 
 
 def run_vectors(connection: Connection, vectors: Iterable[Vector],
                 on_result: Callable[[CaseResult], None] = lambda r: None) -> list[CaseResult]:
     results = []
     for vector in vectors:
-        result = case_result(vector.id, vector.title, from_vector(vector.doc), connection, vector.requirements,
-                             vector.rulings, vector.needs, str(vector.path))
+        result = case_result(vector.id, vector.title, None, connection, vector.requirements, vector.rulings,
+                             vector.needs, str(vector.path),
+                             tuple((run.label, from_vector(run.doc)) for run in vector.sub_runs()))
         on_result(result)
         results.append(result)
     return results
-

@@ -8,7 +8,7 @@ from enum import Enum, auto
 
 from conformance.engine.expectations import Language, NotEvaluable
 from conformance.engine.matching import in_place, match
-from conformance.engine.provider_driver import ProviderTranscript, StepRecord
+from conformance.engine.provider_driver import DEFAULT_TOKENIZER, ProviderTranscript, StepRecord
 from conformance.engine.results import Finding
 from conformance.manifest import Manifest
 from conformance.wire import errors, tokens
@@ -49,6 +49,67 @@ def own_sections(record: StepRecord, compactor: bool = False, name: str = "") ->
     return [s for s in sections if s not in prior]
 
 
+class Counting:
+    """Token figures and budgets, judged as the kernel the suite played counts (R-COUNT-FOR-THE-TARGET).
+
+    The right figure for a section is the CountTokens count of its content for the request's model_target;
+    a provider that asked without a model_ref may state the fallback count it was given instead. Either
+    must have been served to the provider for that very text (in any firing: figures may be kept), so a
+    local estimate, another model's count or a sum of per-block counts is not one. A section is measured
+    against a budget by the kernel's count for the target, or by the fallback it honestly states."""
+
+    def __init__(self, transcript: ProviderTranscript):
+        self.models, self.served = transcript.models, transcript.served
+
+    def model(self, record: StepRecord) -> str:
+        return record.request["model_target"]["id"]
+
+    def for_target(self, record: StepRecord, content: list[dict]) -> int:
+        return tokens.count_with(self.models.get(self.model(record), DEFAULT_TOKENIZER), content)[0]
+
+    def served_fallback(self, content: list[dict]) -> bool:
+        return (tokens.text_of(content), "") in self.served
+
+    def measure(self, record: StepRecord, section: dict) -> int:
+        truth, fallback = self.for_target(record, section["content"]), tokens.fallback_count(section["content"])
+        if section["tokens"] == fallback != truth and self.served_fallback(section["content"]):
+            return fallback
+        return truth
+
+    def total(self, record: StepRecord, sections: list[dict]) -> int:
+        return sum(self.measure(record, s) for s in sections)
+
+    def figure_problem(self, record: StepRecord, section: dict) -> str | None:
+        """Why a section's tokens is not a CountTokens figure for its content; "" when it is one the
+        provider was given; None when it is the target's count but was never given to this process
+        (kept from before the process, or worked out and right by chance: nothing tells which)."""
+        content, figure, model = section["content"], section["tokens"], self.model(record)
+        text = tokens.text_of(content)
+        if not text:  # no text counts 0 under every tokenizer: nothing to ask (R-UNSERVABLE-REQUEST)
+            return "" if figure == 0 else f"section {section['label']!r} holds no text but says tokens {figure}"
+        truth, fallback = self.for_target(record, content), tokens.fallback_count(content)
+        if (figure == truth and (text, model) in self.served) or (figure == fallback and self.served_fallback(content)):
+            return ""
+        if figure == truth:
+            return None
+        return (f"section {section['label']!r} says tokens {figure}; CountTokens gives {truth} for its content on "
+                f"the request's model {model!r}" + (f" ({fallback} asked without a model_ref)" if
+                                                    self.served_fallback(content) else "") + self._which(content, figure))
+
+    def _which(self, content: list[dict], figure: int) -> str:
+        """What a wrong figure is, when the suite can tell: another model's count, or per-block counts added up."""
+        text = tokens.text_of(content)
+        for model, tokenizer in self.models.items():
+            if (text, model) in self.served and tokens.count_with(tokenizer, content)[0] == figure:
+                return f", which is its count on model {model!r}"
+        texts = [b for b in content if "text" in b]
+        for model, tokenizer in [("", tokens.NO_TOKENIZER), *self.models.items()]:
+            if len(texts) > 1 and sum(tokens.count_with(tokenizer, [b])[0] for b in texts) == figure:
+                return ", which is the sum of its blocks' separate counts" + (f" on model {model!r}" if model else
+                                                                               " without a model_ref")
+        return ""
+
+
 class Placement(Enum):
     """R-PLACEMENT: where a reply put the prior chain (the findings word each case where they are made)."""
     PREFIX = auto()   # an untouched prefix
@@ -72,6 +133,7 @@ class Checker:
         self.transcript, self.manifest = transcript, manifest
         self.capabilities = transcript.capabilities or {}
         self.compactor = bool(self.capabilities.get("compactor"))
+        self.counting = Counting(transcript)
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
         # R-EAGER-SOURCE: what it last served while its source could be read, and whether it has said the
@@ -83,7 +145,7 @@ class Checker:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
 
     def check(self, record: StepRecord) -> None:
-        where = f"step {record.step.index + 1} ({record.step.kind})" if record.step.index >= 0 else "start (get_capabilities)"
+        where = record.where
         for count in record.counts:
             self.add("P-COUNTTOKENS-TEXT-ONLY", not count.refused.startswith("CountTokens content"),
                      "a CountTokens request held a non-text block", where)
@@ -123,6 +185,25 @@ class Checker:
             except NotEvaluable:
                 continue
             self.add(requirement, not problems, "; ".join(problems), where)
+        gave_up = self.gave_up(record)
+        if gave_up:
+            self.add("C-CHAIN-FITS", False, gave_up, where)
+
+    def gave_up(self, record: StepRecord) -> str:
+        """R-COMPACTOR-MUST-FIT: a compactor that fails a Contribute whose prior chain is over its budget has
+        not produced the chain that fits, which always exists (the empty chain). Only a budget of 0 may be
+        refused as invalid_request (R-UNSERVABLE-REQUEST); a step whose CountTokens the vector made fail
+        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). "" when the failure is none of this."""
+        if not self.compactor or record.step.kind != "contribute" or record.failure is None or record.counting_off:
+            return ""
+        prior, budget = record.request["prior_sections"], record.request["token_budget"]
+        total = self.counting.total(record, prior)
+        category = _claimed(record.failure)
+        if total <= budget or (budget == 0 and category == "invalid_request"):
+            return ""
+        return (f"handed a chain counting {total} against its budget of {budget}, it failed "
+                f"({category or 'uncategorized'}, {record.failure['code']}) instead of returning a chain that fits; "
+                "dropping sections always gives one (R-COMPACTOR-MUST-FIT)")
 
     # -- answers --
 
@@ -138,10 +219,14 @@ class Checker:
                  f"the capabilities changed from {self.capabilities} to {caps}", where)
 
     def check_describe(self, record: StepRecord, where: str) -> None:
+        """Every field of the ProducerRef the spec names (context/protocol.md#describe) is reported: the
+        strings set, the context category, a protocol version (0 is proto3's unset)."""
         producer = record.result.get("producer", {})
-        problems = [f"{field} is empty" for field in ("name", "version") if not producer.get(field)]
+        problems = [f"{field} is empty" for field in ("name", "version", "source") if not producer.get(field)]
         if producer.get("category") != "CATEGORY_CONTEXT":
             problems.append(f"category is {producer.get('category')}, not CATEGORY_CONTEXT")
+        if int(producer.get("protocol_version") or 0) < 1:
+            problems.append(f"protocol_version is {producer.get('protocol_version', 0)}, not a version")
         self.add("P-DESCRIBE", not problems, "; ".join(problems), where)
 
     def check_contribute(self, record: StepRecord, where: str) -> None:
@@ -158,18 +243,18 @@ class Checker:
                 self.add("P-SECTION-PROVIDER", all(s["provider"] == self.manifest.name for s in own),
                          f"its sections claim the names {sorted({s['provider'] for s in own})}, "
                          f"not its declared {self.manifest.name!r}", where)
-                total = sum(tokens.suite_tokenizer_count(s["content"]) for s in own)
+                total = self.counting.total(record, own)
                 self.add("P-WITHIN-BUDGET", total <= budget, f"its sections count {total} against a budget of {budget}",
                          where)
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
         else:
             if sections:
-                total = sum(tokens.suite_tokenizer_count(s["content"]) for s in sections)
+                total = self.counting.total(record, sections)
                 self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}",
                          where)
             self.check_history_rewrite(request, reply, where)
-            self.note_reduction(prior, sections, budget)
+            self.note_reduction(record, prior, sections, budget)
         if written:
             self.add("P-SECTION-LABEL", all(s["label"] for s in written), "a section has no label", where)
             self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in written),
@@ -186,22 +271,20 @@ class Checker:
 
     def check_tokens(self, own: list[dict], record: StepRecord, where: str) -> None:
         for section in own:
-            try:
-                problems = figure_problems(section, record.counts)
-            except NotEvaluable:
-                continue  # the kernel's figure, not asked for in this firing: kept from an earlier answer (R-KEPT-COUNTS)
-            self.add("P-TOKENS-COUNTTOKENS", not problems, "; ".join(problems), where)
+            problem = self.counting.figure_problem(record, section)
+            if problem is not None:  # None: a right figure this process was never seen given (R-COUNT-FOR-THE-TARGET)
+                self.add("P-TOKENS-COUNTTOKENS", not problem, problem, where)
 
     def check_history_rewrite(self, request: dict, reply: dict, where: str) -> None:
         if reply["rewritten_history"]:
             problems = history_problems(request, reply)
             self.add("C-REWRITTEN-HISTORY-TEXT", not problems, "; ".join(problems), where)
 
-    def note_reduction(self, prior: list[dict], sections: list[dict], budget: int) -> None:
+    def note_reduction(self, record: StepRecord, prior: list[dict], sections: list[dict], budget: int) -> None:
         """R-SUMMARIZE-EVIDENCE: when the reply reduced a prior chain over a budget with room for a summary,
         did it summarize anything (a rewrite that is not the original cut short, or new text of its own),
         or only cut and drop?"""
-        over = sum(tokens.suite_tokenizer_count(p["content"]) for p in prior) > budget
+        over = self.counting.total(record, prior) > budget
         def texts(chain: list[dict]) -> list[tuple]:  # the chain as text: recounted figures change nothing
             return [(s["provider"], s["label"], tokens.text_of(s["content"])) for s in chain]
         if budget < SUMMARY_ROOM or not over or texts(sections) == texts(prior):
@@ -261,28 +344,6 @@ def _whole_lines(text: str, lines: list[str]) -> bool:
             return True
         found = joined.find(text, found + 1)
     return False
-
-
-def figure_problems(section: dict, counts: list) -> list[str]:
-    """R-KEPT-COUNTS: a figure that is not the kernel's count of the section's content is a problem; a right
-    one passes when this firing asked CountTokens about that content, and is not evaluable otherwise (kept
-    from an earlier answer, or estimated: nothing shows which)."""
-    figure, truth = section["tokens"], tokens.suite_tokenizer_count(section["content"])
-    if figure != truth:
-        return [f"section {section['label']!r} says {figure} tokens, CountTokens gives {truth}"]
-    if not _asked(section, counts):
-        raise NotEvaluable
-    return []
-
-
-def _asked(section: dict, counts: list) -> bool:
-    """Whether CountTokens answered about exactly this content in the firing: the whole text in one call,
-    or each block in some call. A section with no text needs no call (R-UNSERVABLE-REQUEST)."""
-    answered = [c for c in counts if c.count is not None]
-    counted = {tokens.text_of(c.request["content"]) for c in answered}
-    blocks = {b["text"]["text"] for c in answered for b in c.request["content"] if "text" in b}
-    text = tokens.text_of(section["content"])
-    return not text or text in counted or all(b["text"]["text"] in blocks for b in section["content"] if "text" in b)
 
 
 def history_problems(request: dict, reply: dict) -> list[str]:
@@ -348,7 +409,8 @@ ERROR_FORM = {"P-ERROR-NOT-UNKNOWN": _not_unknown_problems, "P-CONTEXT-ERROR-FIE
 def observation(record: StepRecord, checker: Checker) -> dict:
     """What a step's assertions look at. A failed contribute call contributed nothing: no sections, no
     text (R-UNSERVABLE-REQUEST); what only a reply has is left out."""
-    seen: dict = {"failed": record.failure is not None, "failure": record.failure, "counts": record.counts}
+    seen: dict = {"failed": record.failure is not None, "failure": record.failure, "counts": record.counts,
+                  "record": record}
     if record.step.kind == "contribute" and record.failure is not None:
         seen |= {"own": [], "chain": [], "own_text": "", "budget": record.request["token_budget"]}
     if record.failure is not None or record.result is None:
@@ -452,13 +514,16 @@ def _own(judge):
 
 def _fits(part: str, what: str):
     """A budget assertion over `part` (its own sections, or the whole chain): with no section (a failed
-    call, an empty reply) nothing exceeds the budget, but nothing was shown to fit it either."""
+    call, an empty reply) nothing exceeds the budget, but nothing was shown to fit it either; a compactor
+    that failed instead of fitting the chain it was handed fails it (R-COMPACTOR-MUST-FIT)."""
     def check(want, seen: dict, checker: Checker) -> list[str]:
         if part not in seen:
             return ["nothing observed: the step is not a contribute call"]
+        if part == "chain" and checker.gave_up(seen["record"]):
+            return [checker.gave_up(seen["record"])]
         if not seen[part]:
             raise NotEvaluable
-        total = sum(tokens.suite_tokenizer_count(s["content"]) for s in seen[part])
+        total = checker.counting.total(seen["record"], seen[part])
         return [] if total <= seen["budget"] else [f"{what} count {total} against {seen['budget']}"]
     return check
 
@@ -490,6 +555,16 @@ def _each_judged(sections: list[dict], judge) -> list[str]:
     if not judged:
         raise NotEvaluable
     return problems
+
+
+def _figure_judge(checker: Checker, record: StepRecord):
+    """Counting.figure_problem as a judge for _each_judged: a right figure never seen given is not evaluable."""
+    def judge(section: dict) -> list[str]:
+        problem = checker.counting.figure_problem(record, section)
+        if problem is None:
+            raise NotEvaluable
+        return [problem] if problem else []
+    return judge
 
 
 def _not_yet() -> list[str]:
@@ -543,8 +618,8 @@ PROVIDER = Language({
     "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote
-    "tokens_counted": _wrote(lambda want, seen, checker: _each_judged(
-        seen["own"], lambda s: figure_problems(s, seen["counts"]))),
+    "tokens_counted": _wrote(lambda want, seen, checker: _each_judged(seen["own"], _figure_judge(checker,
+                                                                                             seen["record"]))),
     "own_named": _each_own(lambda want, s, checker: [] if s["provider"] == checker.manifest.name else
                            [f"section {s['label']!r} is named {s['provider']!r}"]),
     "own_labelled": _each_own(lambda want, s, checker: [] if s["label"] else

@@ -1,27 +1,35 @@
 """Drive one provider case through a binding: the suite plays the kernel.
 
 It prepares the case's working directory with the fixture files, calls the
-provider step by step, answers its CountTokens callbacks with the suite's
-tokenizer (deliberately unlike any local estimate) and records everything.
-Judging the transcript is provider_checks' job.
+provider step by step, answers its CountTokens callbacks as a kernel resolves
+them (kernel-callbacks.md#resolution-algorithm: the named model's tokenizer,
+deliberately unlike any local estimate, or the fallback formula) and records
+everything. Judging the transcript is provider_checks' job.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.bindings.base import Binding, CallFailed, HarnessError
 from conformance.engine import shorthand
 from conformance.engine.kernel_driver import check_quiet
-from conformance.manifest import CASE_STAND_IN, DEFAULT_SOURCE, Manifest, path_problem
+from conformance.manifest import CASE_STAND_IN, DEFAULT_SOURCE, Manifest, confined, path_problem, real_path
 from conformance.schemas import MAX_FILE_BYTES, InputError
 from conformance.wire import forms, tokens
 
 SESSION_ID = "01JDCTXCONFPROVIDERSESSION1"
 DEFAULT_MODEL = {"id": "suite-model", "context_window": 200000, "effective_ceiling": 176000}
+# The models of the kernel the suite plays, by id, with the tokenizer each counts with (tokens.TOKENIZERS, or
+# none: the fallback formula, exact false). A step's model_target adds its own model (its `tokenizer`, words
+# unless it says otherwise); a model_ref naming any other id is NOT_FOUND.
+SUITE_MODELS = {"suite-model": "words", "suite-thirds-model": "thirds", "suite-plain-model": tokens.NO_TOKENIZER}
+DEFAULT_TOKENIZER = "words"
 DEFAULT_FILES = {DEFAULT_SOURCE: "# Project context\n\nThis repository uses tabs for indentation.\n\n"
                                   "Run the tests with make test before every commit.\n"}
 RESULT_TYPES = {"get_capabilities": "GetCapabilitiesResponse", "contribute": "ContextContribution",
@@ -43,12 +51,15 @@ class ProviderCase:
     source: str
     steps: tuple[Step, ...]
     applies_to: str = "any"
+    run: int = 0          # which sub-run of its vector (sweep.py): 0 as written, then one per swept value
+    models: dict = field(default_factory=lambda: dict(SUITE_MODELS))  # model id -> tokenizer (SUITE_MODELS)
 
 
 def check_vector(doc: dict, source: str) -> None:
     """On load, what the schema cannot say, so that a bad vector is exit 2 before anything runs: its
     paths, and its requests (a figure past the proto's integer ranges passes the schema)."""
     _check_paths(doc, source)
+    case_models(doc, source)
     for step in from_vector(doc).steps:
         if step.kind == "contribute":
             try:
@@ -65,6 +76,7 @@ def _check_paths(doc: dict, source: str) -> None:
     for i, step in enumerate(doc["steps"]):
         named += [(f"steps[{i}].delete", step["delete"])] if "delete" in step else []
         named += [(f"steps[{i}].write.{name}", name) for name in step.get("write") or {}]
+        named += [(f"steps[{i}].spoil.{name}", name) for name in step.get("spoil") or {}]
     for where, name in named:
         problem = path_problem(CASE_STAND_IN, name, follow_symlinks=False)
         if problem is None and os.path.normpath(CASE_STAND_IN / name) == str(CASE_STAND_IN):
@@ -73,20 +85,39 @@ def _check_paths(doc: dict, source: str) -> None:
             raise InputError(source, problem, where)
 
 
-def from_vector(doc: dict) -> ProviderCase:
+def from_vector(doc: dict, run: int = 0, last_step: int | None = None) -> ProviderCase:
+    """The case a vector document describes; a sweep's sub-run `run` stops after `last_step`."""
     files = doc.get("files") or DEFAULT_FILES
     steps = []
-    for i, step in enumerate(doc["steps"]):
-        kind = next(k for k in step if k not in ("note", "expect"))
+    for i, step in enumerate(doc["steps"][:None if last_step is None else last_step + 1]):
+        kind = next(k for k in step if k not in ("note", "expect", "sweep"))
         steps.append(Step(kind, step[kind], step.get("expect", {}), i))
     return ProviderCase(doc["id"], files, doc.get("source", next(iter(files))), tuple(steps),
-                        doc.get("applies_to", "any"))
+                        doc.get("applies_to", "any"), run, case_models(doc))
+
+
+def case_models(doc: dict, source: str = "the vector") -> dict[str, str]:
+    """The kernel's models for this case: SUITE_MODELS and every model_target a step names, id -> tokenizer.
+    One id given two tokenizers is the vector's error (exit 2)."""
+    models, named = dict(SUITE_MODELS), {}
+    for i, step in enumerate(doc["steps"]):
+        target = (step.get("contribute") or {}).get("model_target") or {}
+        model_id = target.get("id", DEFAULT_MODEL["id"])
+        known = named.get(model_id, SUITE_MODELS.get(model_id))
+        tokenizer = target.get("tokenizer", known or DEFAULT_TOKENIZER)
+        if known is not None and tokenizer != known:
+            raise InputError(source, f"model {model_id!r} counts with {known!r}, not {tokenizer!r}",
+                             f"steps[{i}].contribute.model_target.tokenizer")
+        named[model_id] = models[model_id] = tokenizer
+    return models
 
 
 @dataclass
 class CountRecord:
     request: dict
     count: int | None = None
+    exact: bool = False
+    model: str = ""              # the model_ref id it was counted for; "" when the request named none
     refused: str = ""            # why the suite refused to count
 
 
@@ -97,8 +128,17 @@ class StepRecord:
     result: dict | None = None   # its answer (canonical)
     failure: dict | None = None  # its error answer: {code, message, context_error}
     counts: list[CountRecord] = field(default_factory=list)
-    source_text: str | None = None  # the source fixture as it stood at this step
+    source_text: str | None = None  # the source fixture as it stood at this step (a contribute step)
     unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
+    counting_off: bool = False   # the vector had CountTokens fail during this step
+    omitted: str = ""            # a configure step's required field left out of this call (missing_required)
+
+    @property
+    def where(self) -> str:
+        """The step, as a finding names it."""
+        if self.step.index < 0:
+            return "start (get_capabilities)"
+        return f"step {self.step.index + 1} ({self.step.kind}" + (f" without {self.omitted!r})" if self.omitted else ")")
     finished: bool = False       # the step ran to its end (an error may cut it short)
 
 
@@ -108,12 +148,34 @@ class ProviderTranscript:
     capabilities: dict | None = None   # as first declared
     records: list[StepRecord] = field(default_factory=list)
     error: str | None = None
+    models: dict = field(default_factory=dict)       # the case's models: id -> tokenizer
+    served: set = field(default_factory=set)          # every count served to this process (see Served)
+    spoiled: dict = field(default_factory=dict)       # fixture name -> what a spoil step made of it
+
+
+class Served(set):
+    """(text, model id) of every CountTokens answer the suite gave one implementation's process, "" as the
+    id of a request that named no model. A count served in an earlier firing, or an earlier case, is as much
+    the kernel's as one served now: a provider may keep the figures it was given."""
+
+
+_SERVED: "weakref.WeakKeyDictionary[Binding, Served]" = weakref.WeakKeyDictionary()
+
+
+def served_to(binding: Binding) -> Served:
+    return _SERVED.setdefault(binding, Served())
 
 
 class SuiteKernel:
-    """The kernel side of the callback channel: CountTokens, and nothing else."""
+    """The kernel side of the callback channel: CountTokens, and nothing else. It resolves a count as a
+    kernel does (kernel-callbacks.md#resolution-algorithm): a model_ref naming one of the case's models gets
+    that model's tokenizer, or the fallback with exact false when it has none; a request naming no model gets
+    the fallback (R-COUNT-WITHOUT-MODEL-REF); an id the kernel has no model for, NOT_FOUND. Only the id is
+    looked at: a ModelTarget carries no model provider name to put in model_ref.provider."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: dict[str, str] | None = None, served: Served | None = None) -> None:
+        self.models = dict(SUITE_MODELS) if models is None else models
+        self.served = Served() if served is None else served
         self.counts: list[CountRecord] = []
         self.failing = False
 
@@ -125,7 +187,7 @@ class SuiteKernel:
         except forms.WireFormError as exc:
             self.counts.append(CountRecord(request, refused=str(exc)))
             raise CallFailed("INVALID_ARGUMENT", str(exc)) from None
-        record = CountRecord(parsed)
+        record = CountRecord(parsed, model=(parsed.get("model_ref") or {}).get("id", ""))
         self.counts.append(record)
         if not tokens.is_text_only(parsed["content"]):
             record.refused = "CountTokens content must be text blocks only"
@@ -133,24 +195,32 @@ class SuiteKernel:
         if self.failing:
             record.refused = "the vector makes CountTokens fail"
             raise CallFailed("UNAVAILABLE", "the kernel's tokenizer is unavailable")
-        record.count = tokens.suite_tokenizer_count(parsed["content"])
-        return {"count": record.count, "exact": True}
+        if record.model and record.model not in self.models:
+            record.refused = f"the kernel has no model {record.model!r}"
+            raise CallFailed("NOT_FOUND", record.refused)
+        tokenizer = self.models[record.model] if record.model else tokens.NO_TOKENIZER
+        record.count, record.exact = tokens.count_with(tokenizer, parsed["content"])
+        self.served.add((tokens.text_of(parsed["content"]), record.model))
+        return {"count": record.count, "exact": record.exact}
 
 
-def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Path) -> ProviderTranscript:
-    transcript = ProviderTranscript(workdir)
-    kernel = SuiteKernel()
-    steps = (Step("get_capabilities", {}, {}, -1), *case.steps)
+def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Path,
+          capabilities: dict | None = None) -> ProviderTranscript:
+    """Every step of the case, after a get_capabilities call (unless `capabilities` says what an earlier
+    run of the same case was told: a sweep's sub-run)."""
+    transcript = ProviderTranscript(workdir, capabilities, models=case.models, served=served_to(binding))
+    kernel = SuiteKernel(case.models, transcript.served)
+    steps = case.steps if capabilities is not None else (Step("get_capabilities", {}, {}, -1), *case.steps)
     try:
         if workdir.is_symlink() or workdir.parent.is_symlink() or not workdir.is_dir():  # see case_directory
             raise HarnessError(f"the case directory {workdir} was replaced, by an implementation?")
         write_files(workdir, case.files, "files")
         for step in steps:
-            record = StepRecord(step)
-            transcript.records.append(record)
-            kernel.counts = record.counts
-            run_step(binding, step, record, kernel, manifest, case, transcript)
-            record.finished = True
+            for record in step_records(step, transcript, manifest, case):
+                transcript.records.append(record)
+                kernel.counts = record.counts
+                run_step(binding, record, kernel, manifest, case, transcript)
+                record.finished = True
         check_quiet(binding)
     except HarnessError as exc:
         transcript.error = str(exc)
@@ -159,41 +229,41 @@ def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Pat
     return transcript
 
 
-def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
+def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest, case: ProviderCase) -> list[StepRecord]:
+    """One record per call a step makes. A configure step with missing_required makes one call per field the
+    provider's config_schema marks required (and the manifest's config sets), each left out in turn."""
+    if step.kind != "configure" or not step.spec.get("missing_required"):
+        return [StepRecord(step)]
+    config = manifest.configured(transcript.workdir, case.source)
+    required = [a["name"] for a in ((transcript.capabilities or {}).get("config_schema") or {}).get("attributes", [])
+                if a.get("required") and a.get("name") in config]
+    if not required:
+        return [StepRecord(step, unserved="its config_schema marks no field of the manifest's config required")]
+    return [StepRecord(step, omitted=name) for name in dict.fromkeys(required)]
+
+
+def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
              case: ProviderCase, transcript: ProviderTranscript) -> None:
-    workdir = transcript.workdir
-    source = _confined(workdir, case.source, "the source fixture")
-    if source.is_file() and source.stat().st_size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
-        raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
-                           f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
-    record.source_text = source.read_text(encoding="utf-8", errors="replace") if source.is_file() else None
-    if step.kind == "delete":
-        target = _confined(workdir, step.spec, f"steps[{step.index}].delete")
-        try:
-            target.unlink(missing_ok=True)
-        except OSError as exc:
-            raise HarnessError(f"steps[{step.index}].delete: cannot delete {step.spec!r}: {exc.strerror}") from None
-        return
-    if step.kind == "write":
-        write_files(workdir, step.spec, f"steps[{step.index}].write")
+    step, workdir = record.step, transcript.workdir
+    record.source_text = _source_text(case, transcript, read=step.kind == "contribute")
+    record.counting_off = kernel.failing
+    if step.kind in ("delete", "write", "spoil"):
+        change_files(step, transcript)
         return
     if step.kind == "count_tokens":
         kernel.failing = step.spec == "fail"
         return
+    if record.unserved:
+        return
     if step.kind == "configure":
-        config = manifest.configured(workdir, case.source, bad=bool(step.spec.get("bad")))
-        for name, value in manifest.paths(workdir, case.source, bad=bool(step.spec.get("bad"))):
-            _confined(workdir, value, f"the manifest's {name}", file=False)
-        if step.spec.get("missing_required"):
-            required = _first_required(transcript.capabilities or {}, config)
-            if required is None:
-                record.unserved = "its config_schema marks no field of the manifest's config required"
-                return
-            config = {k: v for k, v in config.items() if k != required}
-        fields = {"config": config}
+        bad = bool(step.spec.get("bad"))
+        config = manifest.configured(workdir, case.source, bad=bad)
+        for name, value in manifest.paths(workdir, case.source, bad=bad):
+            _confined(workdir, value, f"the manifest's {name}", file=False, spoiled=transcript.spoiled)
+        fields = {"config": {k: v for k, v in config.items() if k != record.omitted}}
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
-        fields = {"request": contribute_request(step, budget, workdir)}
+        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models)}
     elif step.kind in ("get_capabilities", "describe"):
         fields = {}
     else:
@@ -211,28 +281,106 @@ def run_step(binding: Binding, step: Step, record: StepRecord, kernel: SuiteKern
         transcript.capabilities = record.result.get("capabilities", {})
 
 
-def contribute_request(step: Step, default_budget: int, workdir: Path) -> dict:
+def _source_text(case: ProviderCase, transcript: ProviderTranscript, read: bool) -> str | None:
+    """The source fixture as it stands, when `read` (a contribute step: its reply is judged against it); None
+    when it is not a readable file (gone, or spoiled). Its size is checked at every step."""
+    if case.source in transcript.spoiled:
+        return None
+    source = _confined(transcript.workdir, case.source, "the source fixture")
+    if source.is_file() and source.stat().st_size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
+        raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
+                           f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
+    return source.read_text(encoding="utf-8", errors="replace") if read and source.is_file() else None
+
+
+def change_files(step: Step, transcript: ProviderTranscript) -> None:
+    """A delete, write or spoil step. What a spoil step made of a file goes before the file is written or
+    deleted again."""
+    workdir, field = transcript.workdir, f"steps[{step.index}].{step.kind}"
+    names = [step.spec] if step.kind == "delete" else list(step.spec)
+    for name in names:
+        if name in transcript.spoiled:
+            _unspoil(workdir / name, field)
+            del transcript.spoiled[name]
+    if step.kind == "write":
+        write_files(workdir, step.spec, field)
+    elif step.kind == "spoil":
+        for name, how in step.spec.items():
+            transcript.spoiled[name] = spoil(_confined(workdir, name, field), how, field)
+    else:
+        target = _confined(workdir, step.spec, field)
+        try:
+            target.unlink(missing_ok=True)
+        except OSError as exc:
+            raise HarnessError(f"{field}: cannot delete {step.spec!r}: {exc.strerror}") from None
+
+
+# What a not-text spoil appends. Its words let a vector tell a provider that decoded the new content (they are
+# in its text) from one that serves what it read before (provider/errors/source-not-text).
+NOT_TEXT = b"\n\xff\xfe\x00 and bytes that are not UTF-8: \xc3\x28 \x80\x81\n"
+
+
+def spoil(target: Path, how: str, field: str) -> str:
+    """Make a fixture file unreadable, a directory, or not text (NOT_TEXT after what it held); what it
+    became, in words. Unreadable is a file without read permission, or, where permissions do not stop a
+    read (the suite runs as root), a symlink to itself, which no process can open."""
+    try:
+        if how == "directory":
+            target.unlink(missing_ok=True)
+            target.mkdir()
+            return "a directory"
+        if how == "not-text":
+            target.write_bytes((target.read_bytes() if target.is_file() else b"") + NOT_TEXT)
+            return "a file that is not UTF-8 text"
+        target.touch()
+        target.chmod(0)
+        if not _readable(target):
+            return "a file without read permission"
+        target.unlink()
+        os.symlink(target.name, target)
+        return "a symlink to itself (the suite runs with the right to read any file, so permissions would not do)"
+    except OSError as exc:
+        raise HarnessError(f"{field}: cannot make {target.name!r} {how}: {exc.strerror}") from None
+
+
+def _readable(path: Path) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
+
+
+def _unspoil(target: Path, field: str) -> None:
+    try:
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+    except OSError as exc:
+        raise HarnessError(f"{field}: cannot put {target.name!r} back: {exc.strerror}") from None
+
+
+def contribute_request(step: Step, default_budget: int, workdir: Path, run: int = 0,
+                       models: dict[str, str] | None = None) -> dict:
+    """The ContextRequest of a contribute step. Each sub-run of a vector is a session of its own; the
+    figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target."""
     spec = step.spec
+    target = {**DEFAULT_MODEL, **spec.get("model_target", {})}
+    tokenizer = target.pop("tokenizer", (models or SUITE_MODELS).get(target["id"], DEFAULT_TOKENIZER))
+    count = lambda content: tokens.count_with(tokenizer, content)[0]  # noqa: E731
     history = shorthand.messages(spec.get("conversation_history", []))
-    prior = [shorthand.section(s, s.get("provider", "another-provider"), "STABILITY_STATIC",
-                               tokens.suite_tokenizer_count) for s in spec.get("prior_sections", [])]
+    prior = [shorthand.section(s, s.get("provider", "another-provider"), "STABILITY_STATIC", count)
+             for s in spec.get("prior_sections", [])]
     return forms.normalize("ContextRequest", {
-        "session_id": SESSION_ID, "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
+        "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
         "token_budget": spec.get("token_budget", default_budget),
-        "model_target": {**DEFAULT_MODEL, **spec.get("model_target", {})},
+        "model_target": target,
         "files_touched": spec.get("files_touched", []), "working_directory": str(workdir),
         "prior_sections": prior, "conversation_history": history,
-        "history_tokens": spec.get("history_tokens", tokens.suite_tokenizer_count(tokens.history_content(history))),
+        "history_tokens": spec.get("history_tokens", count(tokens.history_content(history))),
         "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
     })
-
-
-def _first_required(capabilities: dict, config: dict) -> str | None:
-    """The first attribute the provider's config_schema marks required that the config sets."""
-    for attribute in (capabilities.get("config_schema") or {}).get("attributes", []):
-        if attribute.get("required") and attribute.get("name") in config:
-            return attribute["name"]
-    return None
 
 
 def write_files(workdir: Path, files: dict[str, str], field: str) -> None:
@@ -248,12 +396,13 @@ def write_files(workdir: Path, files: dict[str, str], field: str) -> None:
             raise HarnessError(f"{field}: cannot write {name!r}: {exc.strerror}") from None
 
 
-def _confined(workdir: Path, name: str, what: str, file: bool = True) -> Path:
+def _confined(workdir: Path, name: str, what: str, file: bool = True, spoiled: dict | None = None) -> Path:
     """workdir/name with symlinks followed, checked at the moment of use: the names were checked on load,
-    so only a symlink the implementation made can lead outside now, and that is the case's error."""
-    problem = path_problem(workdir, name)
-    target = (workdir / name).resolve() if problem is None else None
-    if file and target == workdir.resolve():
+    so only a symlink the implementation made can lead outside now, and that is the case's error. A file
+    the suite itself spoiled (a symlink to itself) is checked by its name alone."""
+    follow = not (spoiled and os.path.relpath(os.path.normpath(workdir / name), workdir) in spoiled)
+    target, problem = confined(workdir, name, follow_symlinks=follow)
+    if file and target == real_path(workdir):
         problem = f"{name!r} names the case directory itself"
     if problem:
         raise HarnessError(f"{what}: {problem}")
@@ -269,6 +418,21 @@ def case_directory(run_dir: Path, case_id: str) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError:
             pass  # something not a directory is in the way: drive() reports it
+    return folder
+
+
+def emptied(folder: Path) -> Path:
+    """The case's folder with nothing left in it, for the next sub-run of a sweep: what the last run and the
+    implementation put there goes, without following a symlink out (drive() reports a replaced folder)."""
+    if folder.is_dir() and not folder.is_symlink():
+        for entry in os.scandir(folder):
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass  # left for drive() to trip over, as an error of the case
     return folder
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 
 from conformance.bindings.base import Binding
-from conformance.engine import provider_checks
+from conformance.engine import provider_checks, sweep
 from conformance.engine.connection import Connection
-from conformance.engine.provider_driver import ProviderTranscript, case_directory, drive, from_vector
+from conformance.engine.provider_driver import ProviderTranscript, case_directory, drive, emptied, from_vector
 from conformance.engine.results import CaseResult, suite_defect
 from conformance.manifest import Manifest
 from conformance.vectors import Vector
@@ -50,19 +51,27 @@ def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Man
 
 
 def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_dir: Path) -> CaseResult:
-    case = from_vector(vector.doc)
     result = CaseResult(vector.id, vector.title, vector.requirements, vector.rulings, source=str(vector.path))
 
     def play(binding: Binding) -> str | None:
-        transcript = drive(binding, case, manifest, case_directory(run_dir, vector.id))
-        reason = applies(case.applies_to, manifest, transcript.capabilities or {}) or unserved(transcript)
-        if reason:
-            result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
-            return transcript.error
-        try:
-            result.findings = provider_checks.check_case(transcript, manifest)
-        except Exception:
-            transcript.error = suite_defect("judging this case", transcript.error)
-        return transcript.error
+        """Every sub-run of the case on this binding (a sweep's values are not new processes); the first
+        one that errs ends the case. Sub-runs start from the capabilities the first run was given."""
+        capabilities, folder = None, case_directory(run_dir, vector.id)
+        for number, run in enumerate(vector.sub_runs()):
+            case = from_vector(run.doc, number, run.last_step)
+            transcript = drive(binding, case, manifest, emptied(folder) if number else folder, capabilities)
+            capabilities = transcript.capabilities
+            reason = applies(case.applies_to, manifest, transcript.capabilities or {}) or unserved(transcript)
+            if reason:
+                result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
+                return transcript.error
+            try:
+                result.findings += [replace(f, where=sweep.named(run.label, f.where))
+                                    for f in provider_checks.check_case(transcript, manifest)]
+            except Exception:
+                transcript.error = suite_defect("judging this case", transcript.error)
+            if transcript.error:
+                return sweep.named(run.label, transcript.error)
+        return None
 
     return connection.run(result, play)

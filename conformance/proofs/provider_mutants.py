@@ -8,13 +8,17 @@ unavoidably breaks with them that its killing vectors do not cite. `manifest` na
 from __future__ import annotations
 
 import math
+import os
 import unicodedata
+from pathlib import Path
 
 from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.reference.provider_base import CountUnavailable, ReferenceProvider, context_failure, text_block
+from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph
+from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
+                                                 text_block)
 from conformance.wire import tokens
 
 MUTANTS: dict[str, type[ReferenceProvider]] = {}
@@ -70,13 +74,50 @@ class StabilityFromSource(FileReader):
         return reply
 
 
-@mutant("P-DESCRIBE")
-class DescribesAsTool(FileReader):
-    """Reports itself as a tool provider."""
+class _ChangesProducer(FileReader):
+    """Describes itself with CHANGES made to the reference's ProducerRef."""
+
+    CHANGES: dict = {}
 
     def describe(self, request, call):
         reply = super().describe(request, call)
-        reply["producer"]["category"] = "CATEGORY_TOOL"
+        reply["producer"].update(self.CHANGES)
+        return reply
+
+
+@mutant("P-DESCRIBE")
+class DescribesAsTool(_ChangesProducer):
+    """Reports itself as a tool provider."""
+    CHANGES = {"category": "CATEGORY_TOOL"}
+
+
+@mutant("P-DESCRIBE")
+class DescribesWithoutSource(_ChangesProducer):
+    """Reports no source in its ProducerRef."""
+    CHANGES = {"source": ""}
+
+
+@mutant("P-DESCRIBE")
+class DescribesWithoutProtocolVersion(_ChangesProducer):
+    """Leaves the ProducerRef's protocol_version unset (0)."""
+    CHANGES = {"protocol_version": 0}
+
+
+@mutant("P-CAP-STATIC-PROPERTIES")
+class StabilityFromLastRead(FileReader):
+    """Declares the stability the front matter of its file asked for when it last read it, at Contribute."""
+
+    declared = ""
+
+    def read(self):
+        text = super().read()
+        self.declared = "STABILITY_DYNAMIC" if "stability: dynamic" in text else ""
+        return text
+
+    def get_capabilities(self, request, call):
+        reply = super().get_capabilities(request, call)
+        if self.declared:
+            reply["capabilities"]["stability"] = self.declared
         return reply
 
 
@@ -95,7 +136,6 @@ class AcceptsMissingSource(FileReader):
     """Accepts any path at Configure and finds out at Contribute."""
 
     def resolve(self, root, path):
-        from pathlib import Path
         return Path(root) / path
 
 
@@ -109,6 +149,19 @@ class ConfigureDefersMissingFields(FileReader):
             self.path = None  # Contribute will say it was never configured
             return {}
         return super().configure(request, call)
+
+
+@mutant("P-CONFIGURE-REQUIRED-FIELD")
+class DefaultsSecondRequiredField(FileReader):
+    """Rejects a configuration without root, but quietly reads the first Markdown file under root when path,
+    required too, is missing."""
+
+    def configure(self, request, call):
+        config = request.get("config") or {}
+        if isinstance(config.get("root"), str) and "path" not in config:
+            found = sorted(Path(config["root"]).glob("*.md"))
+            config = {**config, "path": found[0].name} if found else config
+        return super().configure({**request, "config": config}, call)
 
 
 @mutant("P-CONTEXT-ERROR-FIELDS", also=["P-ERROR-CATEGORIZED"])
@@ -330,6 +383,56 @@ class StaleFigure(FileReader):
         return section
 
 
+@mutant("P-TOKENS-COUNTTOKENS")
+class SumsPerBlockCounts(BlockPerParagraph):
+    """Counts each paragraph block of its section in a call of its own and adds the counts up (R-COUNT-WHOLE-SECTION)."""
+
+    def blocks_count(self, blocks, count):
+        return sum(count([block]) for block in blocks)
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class CountsForFixedModel(FileReader):
+    """Always counts for the model it was written for, whatever model the request targets."""
+
+    def counter(self, call, request):
+        return Counter(call, "suite-model")
+
+
+class _PrefersExact(Counter):
+    def ask(self, texts, model_id):
+        answer = super().ask(texts, model_id)
+        return answer if answer.get("exact") else super().ask(texts, "suite-model")
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class StatesExactWhenServedInexact(FileReader):
+    """Given a fallback count (exact false) for the target, asks a model it knows has a tokenizer instead."""
+
+    def counter(self, call, request):
+        return _PrefersExact(call, request["model_target"]["id"])
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class StatesUnservedFallback(FileReader):
+    """Fits its text with the target's exact counts, but states the fallback formula's figure, worked out itself."""
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, tokens.fallback_count(text_block(text)), truncated)
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class CachesCountsByLabel(FileReader):
+    """Keeps its section's token figure by label across firings, though the text under it changes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[str, int] = {}
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, self.figures.setdefault(label, count), truncated)
+
+
 @mutant("P-COUNTTOKENS-TEXT-ONLY")
 class CountsWithAnImage(FileReader):
     """Also asks CountTokens about its text with an image block attached, ignoring the refusal."""
@@ -394,6 +497,54 @@ class StaysUnavailable(FileReader):
         except CallFailed:
             self.gone = True
             raise
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class OnlyMissingIsUnavailable(FileReader):
+    """Reports a missing file as source_unavailable, and any other read error (no permission, a directory)
+    as unknown: it catches FileNotFoundError alone."""
+
+    def read(self):
+        try:
+            return self.path.read_text(encoding="utf-8-sig", errors="replace")
+        except FileNotFoundError:
+            raise context_failure("source_unavailable", f"{self.label} is gone", retryable=True) from None
+        except OSError as exc:
+            raise context_failure("unknown", f"reading {self.label} failed: {exc}") from None
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class SilentWhenUnreadable(FileReader):
+    """Contributes nothing, without an error, when its file is there but cannot be opened."""
+
+    def read(self):
+        unopenable = self.path.is_symlink() and not self.path.exists()  # a symlink loop
+        if unopenable or (self.path.is_file() and not os.access(self.path, os.R_OK)):
+            return ""
+        return super().read()
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class SilentOnDirectory(FileReader):
+    """Contributes nothing, without an error, when a directory stands where its file was."""
+
+    def read(self):
+        return "" if self.path.is_dir() else super().read()
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class StrictDecodingIsUnknown(FileReader):
+    """Decodes its file strictly as UTF-8 and lets a decoding error out as an unknown failure."""
+
+    def read(self):
+        text = super().read()  # a file that is gone or unopenable is source_unavailable, as in the reference
+        try:
+            self.path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise context_failure("unknown", f"{self.label}: {exc}") from None
+        except OSError:
+            pass
+        return text
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
@@ -498,6 +649,34 @@ class CompactorTrustsStatedTokens(Compactor):
 
     def fit_chain(self, prior, budget, count):
         return prior if sum(s["tokens"] for s in prior) <= budget else super().fit_chain(prior, budget, count)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorOneTokenOverWithStatus(AppendsStatus):
+    """Appends a status section of its own, and fits the rest of the chain to one token more than the status
+    leaves: over by one whenever the chain it keeps lands exactly there."""
+
+    def fit_rest(self, prior, room, count):
+        return super().fit_rest(prior, room + 1, count)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorTrustsStatedTokensWithStatus(AppendsStatus):
+    """Appends a status section of its own, and decides whether the rest of the chain fits by the token
+    figures the prior sections state, not by counting them."""
+
+    def fit_rest(self, prior, room, count):
+        return prior if sum(s["tokens"] for s in prior) <= room else super().fit_rest(prior, room, count)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorGivesUpWhenOverBudget(Compactor):
+    """Answers budget_exceeded whenever the chain it is handed is over its budget, and so never compacts."""
+
+    def fit_chain(self, prior, budget, count):
+        if self.total(prior, count) > budget:
+            raise context_failure("budget_exceeded", f"the chain it was handed does not fit {budget} tokens")
+        return prior
 
 
 @mutant("C-SUMMARIZE")

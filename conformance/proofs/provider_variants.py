@@ -103,17 +103,21 @@ class BlockPerParagraph(FileReader):
                  "tokens": self.blocks_count(blocks, count)}]
 
 
-@variant("counts each block of a section in its own CountTokens call and adds them up",
-         "context/data-types.md#contextsection")
-class CountsEachBlock(BlockPerParagraph):
-    def blocks_count(self, blocks, count):
-        return sum(count([block]) for block in blocks)
-
-
-@variant("asks CountTokens without a model_ref, leaving the model to the kernel", "kernel-callbacks.md#counttokens")
+@variant("asks CountTokens without a model_ref and states the fallback it is given", "R-COUNT-FOR-THE-TARGET")
 class OmitsModelRef(FileReader):
     def counter(self, call, request):
         return Counter(call, "")
+
+
+class _NamingTheModelProvider(Counter):
+    def model_ref(self, model_id):
+        return {"provider": "anthropic", "id": model_id}
+
+
+@variant("fills model_ref.provider with a model provider's name it knows from elsewhere", "R-COUNT-FOR-THE-TARGET")
+class NamesModelProvider(FileReader):
+    def counter(self, call, request):
+        return _NamingTheModelProvider(call, request["model_target"]["id"])
 
 
 # --- how it reduces a source over its budget (context/data-types.md#budget-mechanics) -----------
@@ -226,6 +230,19 @@ class RereadsWhenTouched(EagerReader):
 
 # --- configuration and errors ----------------------------------------------------------------------
 
+@variant("decodes its file strictly as UTF-8, and reports a file that is not as source_unavailable", "R-SOURCE-NOT-TEXT")
+class NotTextIsUnavailable(FileReader):
+    def read(self):
+        text = super().read()
+        try:
+            self.path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise context_failure("source_unavailable", f"{self.label} is not UTF-8 text", retryable=True) from None
+        except OSError:
+            pass
+        return text
+
+
 @variant("rejects a missing source at Configure as source_unavailable", "context/protocol.md#configure")
 class ConfigureSaysSourceUnavailable(FileReader):
     def resolve(self, root, path):
@@ -317,6 +334,42 @@ class CompactorSummarizesAllHistory(Compactor):
 class CompactorMergesAll(Compactor):
     def fit_chain(self, prior, budget, count):
         return prior if self.total(prior, count) <= budget else self.merged(prior, budget, count)
+
+
+@variant("answers a token_budget of 0 with an invalid_request error", "R-UNSERVABLE-REQUEST")
+class CompactorRefusesZeroBudget(Compactor):
+    def contribute(self, request, call):
+        if int(request["request"].get("token_budget", 0)) == 0:
+            raise context_failure("invalid_request", "a token_budget of 0 leaves no room for any chain")
+        return super().contribute(request, call)
+
+
+class AppendsStatus(Compactor):
+    """A compactor that adds a status section of its own after the chain: fit_chain fits the prior chain to the
+    budget the status leaves (the status is left out when not even it fits). Its mutants in provider_mutants
+    get the budget arithmetic wrong in the ways the sweeping compactor vectors exist to catch."""
+
+    STATUS_LABEL = "Compaction status"
+
+    def status(self, prior: list[dict], count) -> dict:
+        text = f"Compaction status: {len(prior)} section(s) received; the chain above was fitted to its budget."
+        return self.section(self.STATUS_LABEL, text, count(text_block(text)), False)
+
+    def fit_chain(self, prior, budget, count):
+        status = self.status(prior, count)
+        room = budget - status["tokens"]
+        if room < 0:
+            return super().fit_chain(prior, budget, count)
+        return self.fit_rest(prior, room, count) + [status]
+
+    def fit_rest(self, prior, room, count):
+        return super().fit_chain(prior, room, count)
+
+
+@variant("appends a status section of its own, and fits the chain to what the status leaves of the budget",
+         "context/data-types.md#ordering--chaining")
+class CompactorAppendsStatus(AppendsStatus):
+    pass
 
 
 @variant("summarizes every section into one of its own, under its own name",

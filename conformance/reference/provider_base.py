@@ -47,17 +47,24 @@ class Counter:
     def __call__(self, content: list[dict]) -> int:
         # Only text travels to CountTokens (kernel-callbacks.md#counttokens).
         texts = tuple(block["text"].get("text", "") for block in content if "text" in block)
-        if texts in self.seen:
-            return self.seen[texts]
+        if texts not in self.seen:
+            self.seen[texts] = int(self.ask(texts, self.model_id)["count"])
+        return self.seen[texts]
+
+    def model_ref(self, model_id: str) -> dict:
+        # A ModelTarget names no model provider: only the model's id can be given.
+        return {"provider": "", "id": model_id}
+
+    def ask(self, texts: tuple[str, ...], model_id: str) -> dict:
+        """The kernel's CountTokensResult for these texts, counted for model_id (none: the fallback)."""
         request: dict = {"content": [{"text": {"text": text}} for text in texts]}
-        if self.model_id:  # with no model to name, the kernel uses its fallback
-            request["model_ref"] = {"provider": "", "id": self.model_id}
+        if model_id:  # with no model named, the kernel counts with its fallback
+            request["model_ref"] = self.model_ref(model_id)
         try:
-            self.seen[texts] = int(self.call("CountTokens", None, request)["count"])
+            return self.call("CountTokens", None, request)
         except CallFailed as failure:  # no kernel figure, no honest count to report
             unknown = context_failure("unknown", f"CountTokens failed: {failure.code} {failure.message}", True)
             raise CountUnavailable(unknown.code, unknown.message, unknown.context_error) from None
-        return self.seen[texts]
 
 
 def longest_fitting(n: int, fits: Callable[[int], bool]) -> int:

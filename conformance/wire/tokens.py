@@ -1,11 +1,18 @@
-"""Token counting: the spec's one fallback formula and the suite's tokenizer.
+"""Token counting: the spec's one fallback formula and the suite's tokenizers.
 
-Both live here and nowhere else. The fallback is the kernel's count when no
+They live here and nowhere else. The fallback is the kernel's count when no
 model tokenizer is available (kernel-callbacks.md#the-fallback-heuristic, with
 ruling R-FALLBACK-TOTAL: one ceiling over the total UTF-8 bytes of every text
-block). The suite tokenizer plays a model provider's real tokenizer; it is
+block). The suite tokenizers play model providers' real tokenizers; they are
 deliberately unlike both the fallback and a character count, so an
 implementation that estimates instead of asking is caught.
+
+A kernel's declared models count with KERNEL_TOKENIZERS, additive over
+blocks. The kernel the suite plays for a provider has models with the same
+tokenizers applied to a content's whole text (TOKENIZERS), not additive over
+its blocks (as the fallback is not), and models with none (the fallback,
+exact false): a provider that counts for the wrong model, or adds up
+per-block counts, states figures no CountTokens call for its section gave.
 """
 
 from __future__ import annotations
@@ -68,3 +75,21 @@ def _words_and_thirds(content: list[dict]) -> int:
 # over blocks, so a kernel may count a section in one call or one per block; they differ from model to model,
 # so a kernel that counts for another model than the turn's is seen to.
 KERNEL_TOKENIZERS = {"words": suite_tokenizer_count, "thirds": _words_and_thirds}
+
+
+def _over_whole_text(tokenizer):
+    """A kernel tokenizer applied to a content's whole text as one block: no longer additive over blocks."""
+    return lambda content: tokenizer([{"text": {"text": text_of(content)}}])
+
+
+# The model tokenizers of the kernel the suite plays for a provider (`tokenizer:` in a provider vector's
+# model_target), by name: the kernel's, over the whole text, so a sum of per-block counts is not a section's.
+TOKENIZERS = {name: _over_whole_text(tokenizer) for name, tokenizer in KERNEL_TOKENIZERS.items()}
+NO_TOKENIZER = "none"  # a model without one: the fallback formula, exact false
+
+
+def count_with(tokenizer: str, content: list[dict]) -> tuple[int, bool]:
+    """(count, exact) as CountTokens resolves it for a model with this tokenizer (`none`: the fallback)."""
+    if tokenizer == NO_TOKENIZER:
+        return fallback_count(content), False
+    return TOKENIZERS[tokenizer](content), True
