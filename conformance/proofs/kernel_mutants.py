@@ -147,7 +147,7 @@ class NoStabilityWarning(ReferenceKernel):
 
 # --- requests --------------------------------------------------------------------------------
 
-@mutant("K-TOKEN-BUDGET")
+@mutant("K-TOKEN-BUDGET", also=["KC-BUDGET-SUM-WARN"])
 class IgnoresOverride(ReferenceKernel):
     """Always hands out the provider's default, ignoring the agent.hcl override."""
 
@@ -345,7 +345,7 @@ class TruncatedExcuses(ReferenceKernel):
         return super().over_budget(sections, budget, model, call) and not all(s["truncated"] for s in sections)
 
 
-@mutant("K-NO-KERNEL-CUT", also=["K-BUDGET-REJECT", "K-COUNT-RESOLUTION"])
+@mutant("K-NO-KERNEL-CUT", also=["K-BUDGET-REJECT", "K-COUNT-RESOLUTION", "K-BUDGET-VALIDATE", "K-TRUNCATED-NOT-ENOUGH"])
 class CutsToFit(ReferenceKernel):
     """Cuts an over-budget provider's text down to the budget instead of dropping it, and states the cut
     section's figure by the fallback formula, whatever the model (K-COUNT-RESOLUTION where it has a tokenizer)."""
@@ -639,7 +639,7 @@ class SilentBareFailure(ReferenceKernel):
         return None if failure.context_error is None else super().on_failure(provider, failure)
 
 
-@mutant("K-TRANSFORM-ERROR-SURFACED")
+@mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])
 class FailsTurnWithoutReason(ReferenceKernel):
     """Fails the turn on an unknown failure but gives no error."""
 
@@ -682,7 +682,7 @@ class ScopeIgnoresFlags(ReferenceKernel):
             and all(s["provider"] == provider.name for s in sections[n:])
 
 
-@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET"], property_only=True)
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET", "K-HISTORY-TOKENS"], property_only=True)
 class FallbackCapsLongTexts(ReferenceKernel):
     """Stops counting after the first 2000 bytes of text."""
 
