@@ -209,7 +209,7 @@ def identities(draw, name: str, others: list[str], own: bool = False) -> str:
         return name
     if choice == 0 and others:
         return draw(st.sampled_from(others))
-    target = draw(st.sampled_from(others)) if choice == 1 and others else name
+    target = draw(st.sampled_from(others)) if choice in (1, 2) and others else name
     return NEAR_MISSES[draw(_NEAR)](target)
 
 
@@ -608,14 +608,15 @@ def _enlarge_rewrites(draw, doc: dict, turns: int) -> None:
 def _enlarge_ahead(draw, doc: dict, turns: int) -> None:
     """Many sections offered, and accepted, ahead of a compactor at the end of the chain."""
     providers = doc["setup"]["providers"]
-    while len(providers) < 2:
+    n = draw(KERNEL["ahead"].strategy(True))
+    most = KERNEL["sections"].large[1]   # no feeder offers more in one reply than a large reply holds
+    while len(providers) < 1 + -(-n // most):
         providers.insert(0, {"name": f"feeder-{len(providers)}", "capabilities": {"default_token_budget": 0,
                              "stability": "STABILITY_STATIC", "compactor": False},
                              "script": [{"keep": True} for _ in range(turns)]})
     compactor = _a_compactor(draw, doc, turns, last=True)
     feeders = providers[:-1]
     first_model = next(m for m in doc["setup"]["models"] if m["id"] == doc["turns"][0]["assemble"]["model"])
-    n = draw(KERNEL["ahead"].strategy(True))
     pool = draw(st.lists(sections(plain=True), min_size=1, max_size=3))
     for j, feeder in enumerate(feeders):
         share = n // len(feeders) + (j < n % len(feeders))
