@@ -264,6 +264,10 @@ def call_errors(draw) -> dict:
         error["code"] = errors.GRPC_CODE[category]      # the code agrees with the detail; otherwise it may not
     # the ContextError's message is often the status message, and sometimes its own (R-RAW-MESSAGE)
     message = error["message"] if draw(st.integers(0, 2)) else draw(_MESSAGES)
+    if not (message and error["message"]):
+        # One message empty and the other not: which one a kernel must report is not ruled yet
+        # (notes/raw-message-one-side-empty.yaml), so both are empty or both have words.
+        message = error["message"] = message or error["message"]
     error["context_error"] = {"category": errors.enum_name(category), "message": message,
                               "retryable": draw(st.booleans())}
     if form == 7:
@@ -441,7 +445,7 @@ def _ceiling_at_caps(doc: dict, around: int) -> None:
     routing = sorted((m for m in setup["models"]), key=ceiling)   # every model is in the routing chain
     smallest, wanted = routing[0], caps + around
     overhead = smallest["context_window"] - smallest["reserved_output"] - wanted
-    if 0 <= overhead and (len(routing) == 1 or wanted <= ceiling(routing[1])):
+    if wanted >= 0 and overhead >= 0 and (len(routing) == 1 or wanted <= ceiling(routing[1])):
         smallest["system_overhead"] = overhead
 
 
