@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int | None:
         return 1
     stopping = threading.Event()
     callbacks = CallbackChannel(observe)
-    relay = Relay(context_pb2_grpc.ContextServiceStub(grpc.insecure_channel(args.relay, options=CHANNEL_OPTIONS)), callbacks, observe)
+    channel = grpc.insecure_channel(args.relay, options=CHANNEL_OPTIONS)
+    relay = Relay(context_pb2_grpc.ContextServiceStub(channel), callbacks, observe)
     grpc_server = serve(lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(relay, s),
                         stopping, callbacks.on_offer, lambda: observe("shutdown"))
     stopping.wait()

@@ -32,7 +32,8 @@ from conformance.engine.provider_driver import case_directory, drive as drive_pr
 from conformance.engine.results import CaseResult, Finding, split_harness, suite_defect
 from conformance.engine.scenario import from_vector as kernel_scenario
 from conformance.manifest import Manifest
-from conformance.properties import CASE_IDS, LARGE_SHARE, PROFILES, TARGETED, space, strategies  # noqa: F401 (PROFILES: the runner's API too)
+from conformance.properties import (CASE_IDS, LARGE_SHARE, PROFILES,  # noqa: F401 (PROFILES: the runner's API too)
+                                    TARGETED, space, strategies)
 
 
 class _NoLocalConstants:

@@ -364,9 +364,10 @@ def _names(draw, n: int, large: bool) -> list[str]:
 
 
 @st.composite
-def kernel_scenarios(draw, share: int | None = DEFAULT_SHARE) -> dict:
-    """A whole kernel vector document (without expectations: the invariants judge it)."""
-    large = draw(swarm("kernel", share))
+def kernel_scenarios(draw, share: int | None = DEFAULT_SHARE, switched: frozenset[str] | None = None) -> dict:
+    """A whole kernel vector document (without expectations: the invariants judge it). switched: the dimensions
+    to make large, instead of drawing them."""
+    large = draw(swarm("kernel", share)) if switched is None else switched
     size = lambda key: draw(KERNEL[key].strategy(key in large))
     model_list = [draw(models(i, "window" in large)) for i in range(size("models"))]
     ids = [m["id"] for m in model_list]
@@ -524,17 +525,25 @@ _ERROR_UNITS = ["panic: index out of range\n", "naïve \"quoted\" <tag> & 漢字
 
 def _enlarge_error(draw, doc: dict, turns: int) -> None:
     for error in _some(draw, _failing(draw, doc, turns)):
-        error["message"] = draw(st.builds(sized, st.sampled_from(_ERROR_UNITS), KERNEL["error"].strategy(True)))
-        if "context_error" in error and draw(st.booleans()):
-            error["context_error"]["message"] = error["message"]
+        _long_message(draw, error, draw(st.builds(sized, st.sampled_from(_ERROR_UNITS), KERNEL["error"].strategy(True))))
 
 
 def _enlarge_error_lines(draw, doc: dict, turns: int) -> None:
     for error in _some(draw, _failing(draw, doc, turns)):
         n = draw(KERNEL["error-lines"].strategy(True))
-        error["message"] = "".join(f"frame {i}\n" for i in range(n - 1)) + "exit status 2"
-        if "context_error" in error and draw(st.booleans()):
-            error["context_error"]["message"] = error["message"]
+        _long_message(draw, error, "".join(f"frame {i}\n" for i in range(n - 1)) + "exit status 2")
+
+
+def _long_message(draw, error: dict, message: str) -> None:
+    """The error's message made long, and often its ContextError's; half the time the failure is made an
+    unknown one, the category whose message the kernel must report as it came (R-RAW-MESSAGE)."""
+    error["message"] = message
+    if draw(st.booleans()):
+        error["code"] = errors.GRPC_CODE["unknown"]
+        error["context_error"] = {"category": errors.enum_name("unknown"), "message": message,
+                                  "retryable": draw(st.booleans())}
+    elif "context_error" in error and draw(st.booleans()):
+        error["context_error"]["message"] = message
 
 
 def _offering(draw, doc: dict) -> dict | None:
@@ -738,10 +747,11 @@ def large_fixtures(draw) -> str:
 
 
 @st.composite
-def provider_scenarios(draw, share: int | None = DEFAULT_SHARE, own_name: str = "provider") -> dict:
+def provider_scenarios(draw, share: int | None = DEFAULT_SHARE, own_name: str = "provider",
+                       switched: frozenset[str] | None = None) -> dict:
     """A provider vector document: a fixture, Configure, then several Contribute calls. own_name: the name the
     provider is declared under, of which some prior sections carry near misses."""
-    large = draw(swarm("provider", share))
+    large = draw(swarm("provider", share)) if switched is None else switched
     calls = draw(PROVIDER["steps"].strategy("steps" in large))
     steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests(large, own_name))} for _ in range(calls)]
     source = draw(large_fixtures() if "source" in large else fixture_texts)
