@@ -82,7 +82,7 @@ def large_texts(dimension: space.Dimension):
 _LABELS = ["CLAUDE.md", "AGENTS.md (root)", "git status", "Notes — café", "L", 'Q&A "draft" <v2>']
 labels = st.one_of(st.sampled_from(_LABELS),
                    st.text(alphabet=st.sampled_from(list("abcXYZ é漢-<&\"\\")), min_size=1, max_size=12))
-_LABEL_UNITS = ["L", "é", "漢", "<&>", "Notes — café "]
+_LABEL_UNITS = ["L é ", "漢字 ", "<&> x ", "Notes — café "]  # with spaces: see notes/compactor-long-label-no-summary.yaml
 
 
 def large_labels(dimension: space.Dimension):
