@@ -121,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--report", type=Path, metavar="FILE", help="write both matrices as JSON")
     check.add_argument("-k", "--filter", default="", metavar="TEXT",
                        help="only the implementations whose name contains TEXT")
+    check.add_argument("-v", "--verbose", action="store_true",
+                       help="also print the scenario space the property tests draw from (docs/scenario-space.md)")
     check.set_defaults(func=_selftest)
 
     explain = commands.add_parser("explain", help="explain a requirement, ruling or vector, with its evidence",
@@ -269,7 +271,7 @@ def _selftest(args: argparse.Namespace) -> int:
     if not outcomes:
         raise InputError("--filter", f"no implementation's name contains {args.filter!r}")
     seconds = time.perf_counter() - started
-    print(selftest.render(outcomes, seconds))
+    print(selftest.render(outcomes, seconds, args.verbose, args.profile))
     if args.report:
         _write(args.report, json.dumps(selftest.to_json(outcomes, seconds), indent=2) + "\n")
     gaps = not args.filter and (selftest.idle_vectors(outcomes) or selftest.only_by_properties(outcomes))

@@ -303,7 +303,7 @@ def unexercised(everyone: list[Subject]) -> list[str]:
     return [r.id for r in catalog.requirements.values() if r.testable and r.normative and r.id not in targeted]
 
 
-def render(outcomes: list[Outcome], seconds: float) -> str:
+def render(outcomes: list[Outcome], seconds: float, verbose: bool = False, profile: str = "ci") -> str:
     mutants = [o for o in outcomes if o.subject.mutant]
     conforming = [o for o in outcomes if not o.subject.mutant]
     rows: dict[tuple[str, str], dict[str, Outcome]] = {}
@@ -323,7 +323,17 @@ def render(outcomes: list[Outcome], seconds: float) -> str:
                                                                              or "none"))
         lines.append("MUSTs whose mutants only the property tests catch: " + (", ".join(only_by_properties(outcomes))
                                                                               or "none"))
+    if verbose:
+        lines += ["", scenario_space(profile)]
     return "\n".join(lines)
+
+
+def scenario_space(profile: str) -> str:
+    """The dimensions the property tests draw, with their ranges (properties/space.py, docs/scenario-space.md)."""
+    from conformance.properties import LARGE_SHARE
+    from conformance.properties.space import table
+    return (f"Scenario space: each scenario switches each dimension to its large range in 1 of "
+            f"{LARGE_SHARE[profile]} (profile {profile})\n\n" + table())
 
 
 def _kill_matrix(mutants: list[Outcome]) -> list[str]:

@@ -70,11 +70,11 @@ def test_collateral_is_derived_only_from_a_citing_vector_that_shows_a_declared_b
     assert selftest.stray_failures([*cases, elsewhere], [], breaks, ("K-HISTORY-TOKENS", "K-SCOPE-LOG")) == \
         {"K-BUDGET-VALIDATE"}
     assert selftest.stray_failures(cases[:1], [case((), ("K-BUDGET-VALIDATE",))], breaks, ()) == {"K-BUDGET-VALIDATE"}
-    # On a real mutant: CutsToFit's declared `also` does not name what its killing vectors cite beside the cut.
-    cutter = kernel_mutants.MUTANTS["CutsToFit"]
-    outcome = selftest.certify(selftest.Subject("CutsToFit", "kernel", cutter, breaks=cutter.breaks, also=cutter.also),
+    # On a real mutant: FloorNotCeiling's declared `also` does not name what its killing vectors cite beside the count.
+    floor = kernel_mutants.MUTANTS["FloorNotCeiling"]
+    outcome = selftest.certify(selftest.Subject("FloorNotCeiling", "kernel", floor, breaks=floor.breaks, also=floor.also),
                                "ci", None, properties=False)
-    assert outcome.cited - set(cutter.also) and not outcome.problem, (outcome.cited, outcome.problem)
+    assert outcome.cited - set(floor.also) and not outcome.problem, (outcome.cited, outcome.problem)
 
 
 def test_the_command_prints_both_matrices():

@@ -32,7 +32,7 @@ import grpc
 
 from conformance.bindings.fake_services import CRASH_METADATA
 from conformance.bindings.go_plugin_protocol import CALLBACK_BROKER_ID, DEFAULT_COOKIE, parse_cookie
-from conformance.bindings.grpc_wire import abort, failure_from
+from conformance.bindings.grpc_wire import CHANNEL_OPTIONS, abort, failure_from
 from conformance.bindings.plugin_side import refusal, serve
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2_grpc
@@ -167,7 +167,8 @@ def main(argv: list[str] | None = None) -> int | None:
     # A SIGTERM asks it to stop as Shutdown does (the drain before a kill); a SIGKILL is not asking.
     signal.signal(signal.SIGTERM, lambda *_: (observe("terminated"), stopping.set()))
     callbacks = CallbackChannel(observe, args.probe_model)
-    relay = Relay(context_pb2_grpc.ContextServiceStub(grpc.insecure_channel(args.relay)), callbacks, observe)
+    channel = grpc.insecure_channel(args.relay, options=CHANNEL_OPTIONS)
+    relay = Relay(context_pb2_grpc.ContextServiceStub(channel), callbacks, observe)
     grpc_server = serve(lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(relay, s),
                         stopping, callbacks.on_offer, lambda: observe("shutdown"))
     stopping.wait()

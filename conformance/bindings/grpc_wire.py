@@ -25,6 +25,9 @@ from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
 
 _DETAILS_KEY = "grpc-status-details-bin"
+# A provider's error travels in the trailers, which gRPC's C core caps at 8 KiB by default; Go's default is 16 MiB.
+# A channel that receives a provider's failures takes these, so a 40 KiB message reaches the kernel it was sent to.
+CHANNEL_OPTIONS = [("grpc.max_metadata_size", 1 << 20)]
 _CONTEXT_ERROR_TYPE = "pluggableharness.context.v1.ContextError"
 
 

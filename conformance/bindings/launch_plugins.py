@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from conformance.bindings import process_tree
@@ -26,6 +27,9 @@ from conformance.bindings.go_plugin_protocol import DEFAULT_COOKIE
 from conformance.bindings.grpc_wire import SocketDir
 
 FEATURE = "launch_plugins"
+# What starting one fake plugin (a Python process serving gRPC) may cost the suite, on a loaded machine: a Load
+# that launches 64 of them is given that much longer than the per-call timeout, since the time is the suite's.
+LAUNCH_ALLOWANCE = 0.5
 SHUTDOWN_GRACE = 5.0  # after the kernel is done with a configuration, for its plugins to be gone
 # Planted in the kernel's own environment: a plugin that is handed it got more than an allowlist (K-PLUGIN-ENV).
 PLANTED_SECRET = ("CTXCONF_KERNEL_API_KEY", "planted-by-ctxconf-not-for-plugins")
@@ -89,8 +93,10 @@ class LaunchingKernel:
             self.config = fields["config"]
             fields = {**fields, "config": self._launchable(fields["config"])}
         self.relay.on_callback = on_callback
+        extra = LAUNCH_ALLOWANCE * len(fields["config"]["providers"]) if op == "load" else 0.0
         try:
-            result = self.inner.request(op, fields, self._direct(on_callback))
+            with _longer_timeout(self.inner, extra):
+                result = self.inner.request(op, fields, self._direct(on_callback))
         finally:
             self.relay.on_callback = no_callbacks
         if op == "assemble":
@@ -206,6 +212,22 @@ class LaunchingKernel:
         self._kill_leftovers()
         self.fakes.stop()
         self.sockets.remove()
+
+
+@contextmanager
+def _longer_timeout(binding: Binding, seconds: float):
+    """The binding's per-call timeout, `seconds` longer for one call. Each binding keeps it as `timeout`, on itself
+    or on the process it talks through (python, stdio, gRPC)."""
+    holders = [h for h in (binding, getattr(binding, "process", None))
+               if isinstance(getattr(h, "timeout", None), (int, float))]
+    saved = [h.timeout for h in holders]
+    for holder in holders:
+        holder.timeout += seconds
+    try:
+        yield
+    finally:
+        for holder, timeout in zip(holders, saved):
+            holder.timeout = timeout
 
 
 def _alive(pid: int) -> bool:

@@ -108,7 +108,7 @@ class FakeProviders:
 
 
 def _rework(prior: list[dict], action: dict, count) -> list[dict]:
-    """Apply edit, drop and reorder (all by index into the prior chain)."""
+    """Apply edit, then drop, reorder, merge and split (all by index into the prior chain)."""
     chain = copy.deepcopy(prior)
     for edit in action.get("edit", []):
         if edit["index"] >= len(chain):
@@ -120,6 +120,59 @@ def _rework(prior: list[dict], action: dict, count) -> list[dict]:
         if "text" in edit:
             target["content"] = shorthand.blocks([{"text": edit["text"]}])
             target["tokens"] = edit.get("tokens", count(target["content"]))
+        if "reblock" in edit:  # the same text, so the same figure: only the blocks differ
+            target["content"] = _reblocked(target["content"], edit["reblock"])
     order = action.get("reorder", range(len(chain)))
     dropped = set(action.get("drop", ()))
-    return [chain[i] for i in order if i < len(chain) and i not in dropped]
+    kept = [chain[i] for i in order if i < len(chain) and i not in dropped]
+    merged = {id(chain[i]) for i in action.get("merge", ()) if i < len(chain)}
+    split = {id(chain[i]) for i in action.get("split", ()) if i < len(chain)}
+    reply, at = [], 0
+    while at < len(kept):
+        section = kept[at]
+        if id(section) in merged and at + 1 < len(kept):
+            reply.append(_merged(section, kept[at + 1], count))
+            at += 2
+            continue
+        reply += _split(section, count) if id(section) in split else [section]
+        at += 1
+    return reply
+
+
+def _text(text: str) -> dict:
+    return shorthand.block({"text": text})
+
+
+def _halves(text: str) -> tuple[str, str]:
+    middle = len(text) // 2
+    return text[:middle], text[middle:]
+
+
+def _reblocked(content: list[dict], how: str) -> list[dict]:
+    """split: the first text block of two or more characters becomes two (an empty text block is added where
+    there is none); merge: the first two adjacent text blocks become one (nothing changes where there are none)."""
+    texts = [i for i, block in enumerate(content) if "text" in block]
+    if how == "split":
+        i = next((i for i in texts if len(tokens.texts_of([content[i]])[0]) > 1), None)
+        if i is None:
+            return content + [_text("")]
+        return content[:i] + [_text(part) for part in _halves(tokens.texts_of([content[i]])[0])] + content[i + 1:]
+    i = next((i for i in texts if i + 1 in texts), None)
+    if i is None:
+        return content
+    return content[:i] + [_text(tokens.text_of(content[i:i + 2]))] + content[i + 2:]
+
+
+def _merged(first: dict, second: dict, count) -> dict:
+    content = first["content"] + second["content"]
+    return {**first, "content": content, "tokens": count(content)}
+
+
+def _split(section: dict, count) -> list[dict]:
+    """Two sections with the fields of one: its blocks divided, or its one block's text."""
+    content = section["content"]
+    if len(content) > 1:
+        parts = [content[:len(content) // 2], content[len(content) // 2:]]
+    else:
+        parts = [[_text(half)] for half in _halves(tokens.text_of(content))]
+    return [{**section, "content": part, "tokens": count(part)} for part in parts]

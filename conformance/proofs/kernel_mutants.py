@@ -203,7 +203,7 @@ class NoStabilityWarning(ReferenceKernel):
 
 # --- requests --------------------------------------------------------------------------------
 
-@mutant("K-TOKEN-BUDGET")
+@mutant("K-TOKEN-BUDGET", also=["KC-BUDGET-SUM-WARN"])
 class IgnoresOverride(ReferenceKernel):
     """Always hands out the provider's default, ignoring the agent.hcl override."""
 
@@ -236,7 +236,7 @@ class PrimaryModelTarget(ReferenceKernel):
         return super().model_target(self.models[self.routing[0]])
 
 
-@mutant("K-EFFECTIVE-CEILING")
+@mutant("K-EFFECTIVE-CEILING", also=["KC-BUDGET-SUM-WARN"])
 class EightyPercentCeiling(ReferenceKernel):
     """Takes 80% of the context window as the ceiling instead of subtracting reserved output and overhead."""
 
@@ -515,7 +515,7 @@ class TruncatedExcuses(ReferenceKernel):
         return super().over_budget(sections, budget, model, call) and not all(s["truncated"] for s in sections)
 
 
-@mutant("K-NO-KERNEL-CUT", also=["K-BUDGET-REJECT", "K-COUNT-RESOLUTION"])
+@mutant("K-NO-KERNEL-CUT", also=["K-BUDGET-REJECT", "K-COUNT-RESOLUTION", "K-BUDGET-VALIDATE", "K-TRUNCATED-NOT-ENOUGH"])
 class CutsToFit(ReferenceKernel):
     """Cuts an over-budget provider's text down to the budget instead of dropping it, and states the cut
     section's figure by the fallback formula, whatever the model (K-COUNT-RESOLUTION where it has a tokenizer)."""
@@ -914,15 +914,33 @@ class ShortensLongErrorMessages(ReferenceKernel):
         return {**diagnostic, "message": diagnostic["message"][:200]} if diagnostic else diagnostic
 
 
-# --- caught only by the property tests (the golden vectors never reach these corners) ------
+# --- past a size (the scale vectors, vectors/kernel/scale/, and the property tests catch these) --------
 
-@mutant("K-DECLARATION-ORDER", also=["KC-NO-REORDER"], property_only=True)
+@mutant("K-DECLARATION-ORDER", also=["KC-NO-REORDER"])
 class SortsLongChains(ReferenceKernel):
     """Keeps declaration order for up to six providers, then sorts them by name."""
 
     def providers_for_turn(self, session):
         return self.providers if len(self.providers) <= 6 else sorted(self.providers, key=lambda p: p.name)
 
+
+@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET", "K-HISTORY-TOKENS"])
+class FallbackCapsLongTexts(ReferenceKernel):
+    """Stops counting after the first 2000 bytes of text."""
+
+    def fallback(self, content):
+        return (min(len(tokens.text_of(content).encode()), 2000) + 3) // 4
+
+
+@mutant("K-HISTORY-TO-COMPACTOR")
+class HistoryOnlyWhileShort(ReferenceKernel):
+    """Stops sending the conversation to compactors once it is longer than six messages."""
+
+    def history_for(self, provider, history):
+        return history if provider.compactor and len(history) <= 6 else []
+
+
+# --- caught only by the property tests (the golden vectors never reach these corners) ------
 
 @mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"], property_only=True)
 class TrustsFiguresAfterFirstSection(ReferenceKernel):
@@ -945,23 +963,6 @@ class ScopeIgnoresFlags(ReferenceKernel):
         n = len(chain)
         return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
             and all(s["provider"] == provider.name for s in sections[n:])
-
-
-@mutant("K-COUNT-FALLBACK-FORMULA", also=["K-ASSEMBLED-LAST-TURN", "K-COMPACTOR-BUDGET", "K-HISTORY-TOKENS"],
-        property_only=True)
-class FallbackCapsLongTexts(ReferenceKernel):
-    """Stops counting after the first 2000 bytes of text."""
-
-    def fallback(self, content):
-        return (min(len(tokens.text_of(content).encode()), 2000) + 3) // 4
-
-
-@mutant("K-HISTORY-TO-COMPACTOR", property_only=True)
-class HistoryOnlyWhileShort(ReferenceKernel):
-    """Stops sending the conversation to compactors once it is longer than six messages."""
-
-    def history_for(self, provider, history):
-        return history if provider.compactor and len(history) <= 6 else []
 
 
 @mutant("K-COMPACTOR-BUDGET", property_only=True)

@@ -710,6 +710,26 @@ class CompactorEstimates(Compactor):
         return reply
 
 
+# --- past a size (the scale vectors, vectors/provider/scale/, and the property tests catch these) ------
+
+@mutant("P-WITHIN-BUDGET")
+class IgnoresBudgetAfterLongChains(FileReader):
+    """Returns its whole file, whatever the budget, once three or more sections precede it."""
+
+    def contribute(self, request, call):
+        if len(request["request"]["prior_sections"]) >= 3:
+            request = {"request": {**request["request"], "token_budget": 10**9}}
+        return super().contribute(request, call)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorGivesUpOnLongChains(Compactor):
+    """Hands back a chain of four or more sections unchanged, over budget or not."""
+
+    def fit_chain(self, prior, budget, count):
+        return prior if len(prior) >= 4 else super().fit_chain(prior, budget, count)
+
+
 # --- caught only by the property tests ------------------------------------------------------------
 
 @mutant("P-OWN-SECTIONS-ONLY", property_only=True)
@@ -723,21 +743,3 @@ class NormalizesLongPriorText(FileReader):
             if "text" in b and len(b["text"]["text"]) > 40 else b
         return {"sections": [{**s, "content": [tidy(b) for b in s["content"]]} for s in reply["sections"][:n]]
                 + reply["sections"][n:]}
-
-
-@mutant("P-WITHIN-BUDGET", property_only=True)
-class IgnoresBudgetAfterLongChains(FileReader):
-    """Returns its whole file, whatever the budget, once three or more sections precede it."""
-
-    def contribute(self, request, call):
-        if len(request["request"]["prior_sections"]) >= 3:
-            request = {"request": {**request["request"], "token_budget": 10**9}}
-        return super().contribute(request, call)
-
-
-@mutant("C-CHAIN-FITS", property_only=True)
-class CompactorGivesUpOnLongChains(Compactor):
-    """Hands back a chain of four or more sections unchanged, over budget or not."""
-
-    def fit_chain(self, prior, budget, count):
-        return prior if len(prior) >= 4 else super().fit_chain(prior, budget, count)

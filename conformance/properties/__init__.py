@@ -8,3 +8,10 @@ PROFILES = {
     "default": {"max_examples": 60},
     "thorough": {"max_examples": 600},
 }
+# One scenario in this many switches each dimension of the scenario space to its large range (properties/space.py):
+# fewer under ci, which runs inside the test suite and the self-test, on every mutant.
+LARGE_SHARE = {"ci": 64, "default": 16, "thorough": 16}
+# Whether hypothesis' target phase steers the search toward the boundaries space.targets names. Not under ci:
+# the optimiser spends up to half the examples on variations of the few best scenarios, and a run of 25 (or a
+# self-test's 300) needs them all for breadth; its boundaries come from the strategies' own constructions.
+TARGETED = {"ci": False, "default": False, "thorough": True}

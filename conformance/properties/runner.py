@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed as fix_seed, settings as hsettings
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed as fix_seed, settings as hsettings, target
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import HypothesisWarning
 from hypothesis.internal.conjecture import providers as _providers
@@ -32,7 +32,8 @@ from conformance.engine.provider_driver import case_directory, drive as drive_pr
 from conformance.engine.results import CaseResult, Finding, split_harness, suite_defect
 from conformance.engine.scenario import from_vector as kernel_scenario
 from conformance.manifest import Manifest
-from conformance.properties import CASE_IDS, PROFILES, strategies  # noqa: F401 (PROFILES: the runner's API too)
+from conformance.properties import (CASE_IDS, LARGE_SHARE, PROFILES,  # noqa: F401 (PROFILES: the runner's API too)
+                                    TARGETED, space, strategies)
 
 
 class _NoLocalConstants:
@@ -66,7 +67,8 @@ class PropertyRun:
         options = {"derandomize": False, **PROFILES[self.profile]}  # nothing inherited from a loaded profile
         if self.examples is not None:
             options["max_examples"] = self.examples
-        phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if self.shrink else [])
+        phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.target] if TARGETED[self.profile] else []) \
+            + ([Phase.shrink] if self.shrink else [])
         return hsettings(database=None, deadline=None, phases=phases, print_blob=False, verbosity=Verbosity.quiet,
                          suppress_health_check=list(HealthCheck), **options)
 
@@ -98,7 +100,14 @@ def _cache_directory() -> Path:
     return Path(base) / "ctxconf" / "hypothesis"
 
 
-def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]]) -> _Search:
+def large_share(profile: str) -> int:
+    """One scenario in this many switches each dimension to its large range under the profile."""
+    return LARGE_SHARE[profile]
+
+
+def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]],
+            aim: Callable[[dict], dict[str, float]] | None = None) -> _Search:
+    """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names."""
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(_cache_directory())
     found = _Search()
@@ -109,6 +118,8 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         # again. Every failure is raised from the one line at the end: a failure raised elsewhere is another
         # bug to hypothesis, which then stops shrinking (a replay it takes for a flaky failure) or reports
         # the two in a BaseExceptionGroup (an _OutOfTime beside a _Failed) the search would not recognise.
+        for label, score in (aim(doc) if aim else {}).items():
+            target(score, label=label)
         if found.doc is None or doc != found.doc:
             if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
                 raise _OutOfTime()
@@ -163,7 +174,7 @@ def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
         return findings, transcript.error or harness
 
     return _result(CASE_IDS["kernel"], "Generated kernel scenarios hold every invariant",
-                   run, strategies.kernel_scenarios(), attempt)
+                   run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel")
 
 
 def provider_property(connection: Connection, run: PropertyRun, manifest: Manifest, run_dir: Path) -> CaseResult:
@@ -176,14 +187,15 @@ def provider_property(connection: Connection, run: PropertyRun, manifest: Manife
         return provider_checks.check_case(transcript, manifest), transcript.error
 
     return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
-                   run, strategies.provider_scenarios(), attempt)
+                   run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider")
 
 
-def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt) -> CaseResult:
+def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt, role: str | None = None) -> CaseResult:
     started = time.perf_counter()
     result = CaseResult(case_id, title, source=f"hypothesis, profile {run.profile}, seed {run.seed}")
+    aim = (lambda doc: space.targets(role, doc)) if role else None
     try:
-        found = _search(run, strategy, attempt)
+        found = _search(run, strategy, attempt, aim)
     except Exception:
         result.error = suite_defect("generating and judging scenarios")
         return result

@@ -1,22 +1,69 @@
 """Hypothesis strategies for whole scenarios, built from small strategies for
 the leaves (texts, blocks, sections, messages) up to a kernel vector document
 or a provider vector document. A generated scenario is an ordinary vector, so
-a shrunk counterexample can be written out and replayed as one."""
+a shrunk counterexample can be written out and replayed as one.
+
+Every count and size is drawn from the scenario space (space.py): its usual
+range, or, in the scenarios that switch it on (one in `share`, swarm style),
+its large range. Large values are built cheaply, by repeating a few drawn
+pieces, because hypothesis gives each scenario a few KiB of choices: a history
+of 300 messages is three drawn messages, numbered.
+
+The fake providers break each rule in every shape an implementation could get
+wrong differently (NEAR_MISSES, the edit kinds of `actions`); tests/
+test_scenario_space.py sees each one drawn.
+"""
 
 from __future__ import annotations
 
+import copy
+import functools
+import unicodedata
+
 from hypothesis import strategies as st
 
+from conformance.properties import space
+from conformance.properties.space import KERNEL, PROVIDER
 from conformance.wire import errors, tokens
+
+DEFAULT_SHARE = 24  # one scenario in this many switches each switchable dimension to its large range
+
+
+def swarm(role: str, share: int | None):
+    """Which dimensions one scenario switches to their large range: each one, independently, in `share` (1:
+    every one, None: none, for tests that look at either end of the space)."""
+    switch = _switch(share)
+    return st.tuples(*(switch for _ in space.switchable(role))).map(
+        lambda on: frozenset(d.key for d, chosen in zip(space.switchable(role), on) if chosen))
+
+
+@functools.cache
+def _switch(share: int | None):
+    if share is None or share == 1:
+        return st.just(share == 1)
+    return st.sampled_from([False] * (share - 1) + [True])  # shrinks to off
+
+
+def _cycled(pool: list, n: int, mark) -> list:
+    """n items made from a few drawn ones, each marked with its index so that no two are alike."""
+    return [mark(copy.deepcopy(pool[i % len(pool)]), i) for i in range(n)] if pool else []
+
 
 # --- leaves -------------------------------------------------------------------------
 
 _TRICKY = ["é", "e\u0301", "😀", "👍🏽", "漢字", "ש", "\u200b", " ", "\n", "\t", "a", "Z", "0", "<", "-",
            "&", '"', "\\", "`", ">"]  # the last five: characters a kernel may escape in its prompt
 
+
 def _joined(pieces: list[str], max_size: int, min_size: int = 0):
     """Strings made of pieces that may be several code points each (a combining mark, a skin tone)."""
     return st.lists(st.sampled_from(pieces), min_size=min_size, max_size=max_size).map("".join)
+
+
+def sized(unit: str, size: int) -> str:
+    """A text of exactly `size` UTF-8 bytes: `unit` repeated, topped up with ASCII."""
+    text = unit * (size // len(unit.encode("utf-8")))
+    return text + "x" * (size - len(text.encode("utf-8")))
 
 
 short_texts = st.one_of(
@@ -25,9 +72,22 @@ short_texts = st.one_of(
 )
 huge_texts = st.builds(lambda unit, n: unit * n, st.sampled_from(["x", "é", "😀", "word "]), st.integers(1200, 2000))
 texts = st.one_of(short_texts, short_texts, short_texts, huge_texts)
-labels = st.one_of(st.sampled_from(["CLAUDE.md", "AGENTS.md (root)", "git status", "Notes — café", "L",
-                                    'Q&A "draft" <v2>']),
+_TEXT_UNITS = ["x", "é", "😀", "word ", "e\u0301", "a line of text\n", "漢字 ", '<&>"\\` ']
+
+
+def large_texts(dimension: space.Dimension):
+    return st.builds(sized, st.sampled_from(_TEXT_UNITS), dimension.strategy(True))
+
+
+_LABELS = ["CLAUDE.md", "AGENTS.md (root)", "git status", "Notes — café", "L", 'Q&A "draft" <v2>']
+labels = st.one_of(st.sampled_from(_LABELS),
                    st.text(alphabet=st.sampled_from(list("abcXYZ é漢-<&\"\\")), min_size=1, max_size=12))
+_LABEL_UNITS = ["L é ", "漢字 ", "<&> x ", "Notes — café "]  # with spaces: see notes/compactor-long-label-no-summary.yaml
+
+
+def large_labels(dimension: space.Dimension):
+    return st.builds(sized, st.sampled_from(_LABEL_UNITS), dimension.strategy(True))
+
 
 non_text_blocks = st.sampled_from([
     {"image": {"data": "iVBORw0KGgo=", "media_type": "image/png"}},
@@ -37,17 +97,22 @@ non_text_blocks = st.sampled_from([
 ])
 text_blocks = st.builds(lambda t: {"text": t}, texts)
 stabilities = st.sampled_from(["STABILITY_STATIC", "STABILITY_DYNAMIC"])
-
-
 _BLOCKS = st.lists(text_blocks, min_size=1, max_size=3)
+_PLAIN_BLOCKS = st.lists(st.builds(lambda t: {"text": t}, short_texts), min_size=1, max_size=2)
+
+
+def _fallback_per_block(blocks: list[dict]) -> int:
+    """The formula rounded per block and summed: the figure a kernel that counts each block apart reaches."""
+    return sum(tokens.fallback_count([{"text": {"text": b["text"]}}]) for b in blocks if "text" in b)
 
 
 @st.composite
-def sections(draw, provider: str | None = None, allow_faults: bool = True) -> dict:
-    """A section in vector short form; with faults, sometimes a lie, a non-text
-    block, no label, or a truncated flag."""
-    spec: dict = {"label": draw(labels)}
-    blocks = draw(_BLOCKS)
+def sections(draw, provider: str | None = None, allow_faults: bool = True, plain: bool = False) -> dict:
+    """A section in vector short form; with faults, sometimes a lie (understated, or stated as counted per
+    block), a non-text block, no label, or a truncated flag. Plain: short texts, no faults (cheap to repeat)."""
+    allow_faults = allow_faults and not plain
+    spec: dict = {"label": draw(st.sampled_from(_LABELS) if plain else labels)}
+    blocks = draw(_PLAIN_BLOCKS if plain else _BLOCKS)
     if allow_faults and draw(st.integers(0, 9)) == 0:
         blocks.insert(draw(st.integers(0, len(blocks))), draw(non_text_blocks))
     spec["content"] = blocks
@@ -56,14 +121,24 @@ def sections(draw, provider: str | None = None, allow_faults: bool = True) -> di
     if draw(st.booleans()):
         spec["stability"] = draw(stabilities)
     if allow_faults:
-        fault = draw(st.integers(0, 4))
+        fault = draw(st.integers(0, 5))
         if fault == 0:
             spec["tokens"] = draw(st.integers(0, 5))           # most likely an understatement
         elif fault == 1:
             spec["label"] = ""
         elif fault == 2:
             spec["truncated"] = True
+        elif fault == 3:
+            spec["tokens"] = _fallback_per_block(blocks)        # another reading of the formula
     return spec
+
+
+def _numbered_section(spec: dict, i: int) -> dict:
+    return {**spec, "label": f"{spec['label']} #{i}"}
+
+
+def _numbered_block(block: dict, i: int) -> dict:
+    return {"text": f"{block['text']} #{i}"} if "text" in block else block
 
 
 messages = st.one_of(
@@ -72,19 +147,85 @@ messages = st.one_of(
               short_texts),
 )
 histories = st.lists(messages, max_size=6)
+_POOL = st.lists(messages, min_size=1, max_size=3)
+
+
+def _numbered_message(message: dict, i: int) -> dict:
+    if "text" in message:
+        return {**message, "text": f"{message['text']} #{i}"}
+    return {**message, "content": [_numbered_block(message["content"][0], i), *message["content"][1:]]}
+
+
+@st.composite
+def sized_histories(draw, dimension: space.Dimension, large: bool) -> list[dict]:
+    n = draw(dimension.strategy(large))
+    return _cycled(draw(_POOL), n, _numbered_message) if large else [draw(messages) for _ in range(n)]
+
+
+@st.composite
+def files_touched(draw, dimension: space.Dimension, large: bool) -> list[str]:
+    n = draw(dimension.strategy(large))
+    if not large:
+        return [draw(st.sampled_from(["src/a.py", "docs/é.md"])) for _ in range(n)]
+    paths = [f"src/pkg{i}/módulo_{i}.py" for i in range(n)]
+    paths[draw(st.integers(0, n - 1))] = "deep/" * draw(st.integers(100, 800)) + "file.md"  # up to 4 KiB
+    return paths
+
+
+# --- identities -------------------------------------------------------------------------
+
+def _accented(name: str, form: str) -> str:
+    """The name with an acute accent on its first vowel, in the given normalization form: both forms fold to
+    the name when marks are stripped, and differ from each other byte for byte."""
+    i = next((i for i, c in enumerate(name) if c in "aeiou"), 0)
+    return unicodedata.normalize(form, name[:i + 1] + "\u0301" + name[i + 1:])
+
+
+# Names that nearly match a provider's: each what a kernel (or provider) comparing names loosely takes for it.
+NEAR_MISSES = {
+    "upper case": str.upper,
+    "title case": lambda n: n[:1].upper() + n[1:],
+    "leading space": lambda n: " " + n,
+    "trailing space": lambda n: n + " ",
+    "trailing newline": lambda n: n + "\n",
+    "zero-width space": lambda n: n[:1] + "\u200b" + n[1:],
+    "byte-order mark": lambda n: "\ufeff" + n,
+    "fullwidth (NFKC folds it)": lambda n: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in n),
+    "accented, NFC": lambda n: _accented(n, "NFC"),
+    "accented, NFD": lambda n: _accented(n, "NFD"),
+    "NUL after it": lambda n: n + "\x00",
+    "one character short": lambda n: n[:-1] or n * 2,
+    "one character more": lambda n: n + n[-1:],
+}
+_NEAR = st.sampled_from(list(NEAR_MISSES))
+
+
+@st.composite
+def identities(draw, name: str, others: list[str], own: bool = False) -> str:
+    """A name for a section that is not the provider's own: another declared name, a near miss of one, a near
+    miss of its own; with `own`, also its own name exactly (for a foreign section it takes over)."""
+    choice = draw(st.integers(0, 4 if own else 3))
+    if choice == 4:
+        return name
+    if choice == 0 and others:
+        return draw(st.sampled_from(others))
+    target = draw(st.sampled_from(others)) if choice in (1, 2) and others else name
+    return NEAR_MISSES[draw(_NEAR)](target)
+
 
 # --- kernel scenarios -----------------------------------------------------------------
 
 
 # Strategies built once, not on every draw: hypothesis validates each new one, which cost a fifth of
 # the generation. The same strategies, so a seed generates the same scenarios.
-_WINDOWS = st.one_of(st.integers(200, 5000), st.integers(5000, 300000))
 _MODEL_PROVIDERS = st.sampled_from(["acme", "other", "suite"])
+_WINDOWS = {False: st.one_of(st.integers(200, 5000), st.integers(5000, KERNEL["window"].usual[1])),
+            True: KERNEL["window"].strategy(True)}
 
 
 @st.composite
-def models(draw, index: int) -> dict:
-    window = draw(_WINDOWS)
+def models(draw, index: int, large: bool = False) -> dict:
+    window = draw(_WINDOWS[large])
     reserved = draw(st.integers(0, window // 4))
     return {"id": f"model-{index}", "provider": draw(_MODEL_PROVIDERS),
             "context_window": window, "reserved_output": reserved,
@@ -93,40 +234,77 @@ def models(draw, index: int) -> dict:
 
 _ERROR_CODES = ["UNAVAILABLE", "INTERNAL", "INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNKNOWN",
                 "DEADLINE_EXCEEDED"]
-
-
-_ERROR_MESSAGES = ["boom", "source gone", "panic: index out of range", "bad request", 'bad "quoted" value\nnaïve']
-
-
+_ERROR_MESSAGES = ["boom", "source gone", "panic: index out of range", "bad request", 'bad "quoted" value\nnaïve',
+                   "", "  padded  ", "ünïcödé 漢字 😀", "line one\nline two\n\tat frame 3"]
 _CODES, _MESSAGES = st.sampled_from(_ERROR_CODES), st.sampled_from(_ERROR_MESSAGES)
-_CATEGORIES = st.sampled_from(errors.CATEGORIES)
+# A ContextError's category: each of the taxonomy's, or left unspecified (which names no category at all).
+_CATEGORIES = st.sampled_from([*errors.CATEGORIES, *errors.CATEGORIES, "unspecified"])
+_DOMAIN = "context.pluggableharness.dev"
+
+
+def _error_info(category: str) -> dict:
+    return {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": errors.enum_name(category),
+            "domain": _DOMAIN}
 
 
 @st.composite
 def call_errors(draw) -> dict:
+    """A failed Contribute in every form the taxonomy allows or a provider gets wrong: each category, under its
+    own code or another, a ContextError with the status message, its own or none, retryable either way, an
+    ErrorInfo beside it (agreeing or not) or instead of it, and no ContextError at all."""
     error: dict = {"code": draw(_CODES), "message": draw(_MESSAGES)}
-    if draw(st.integers(0, 3)) > 0:
-        category = draw(_CATEGORIES)
-        # the ContextError's message is often the status message, and sometimes its own (R-RAW-MESSAGE)
-        message = error["message"] if draw(st.integers(0, 2)) else draw(_MESSAGES)
-        error["context_error"] = {"category": errors.enum_name(category), "message": message,
-                                  "retryable": draw(st.booleans())}
+    form = draw(st.integers(0, 7))
+    if form == 0:
+        return error                                    # a bare status
+    if form == 1:
+        error["details"] = [_error_info(draw(_CATEGORIES.filter(lambda c: c != "unspecified")))]
+        return error                                    # the upstream SDK's form: no ContextError (R-ERROR-DETAIL-FORM)
+    category = draw(_CATEGORIES)
+    if category in errors.GRPC_CODE and draw(st.booleans()):
+        error["code"] = errors.GRPC_CODE[category]      # the code agrees with the detail; otherwise it may not
+    # the ContextError's message is often the status message, and sometimes its own (R-RAW-MESSAGE)
+    message = error["message"] if draw(st.integers(0, 2)) else draw(_MESSAGES)
+    if not (message and error["message"]):
+        # One message empty and the other not: which one a kernel must report is not ruled yet
+        # (notes/raw-message-one-side-empty.yaml), so both are empty or both have words.
+        message = error["message"] = message or error["message"]
+    error["context_error"] = {"category": errors.enum_name(category), "message": message,
+                              "retryable": draw(st.booleans())}
+    if form == 7:
+        other = draw(st.sampled_from(errors.CATEGORIES))
+        error["details"] = [_error_info(other), {"@type": "type.googleapis.com/google.rpc.DebugInfo",
+                                                 "detail": "stack trace elided"}]
     return error
 
 
-_KINDS = st.sampled_from(["append"] * 4 + ["error"] * 3 + ["edit"] * 4 + [
-    "keep", "drop", "reorder", "delta", "prepend", "insert", "impersonate", "hang", "rewrite"])
+_KINDS = st.sampled_from(["append"] * 5 + ["error"] * 4 + ["edit"] * 5 + [
+    "keep", "drop", "reorder", "delta", "prepend", "insert", "impersonate", "impersonate", "impersonate", "merge", "split",
+    "hang", "rewrite"])
 _OWN = {n: st.lists(sections(), min_size=1, max_size=n) for n in (2, 4)}
-_EDIT_FIELDS = st.sampled_from(["truncated", "stability", "text", "label", "tokens", "provider"])
+# Beside an edit of another's section, own sections that are often plain (short, no fault), so that what the kernel
+# does with the edit shows alone: a kernel that misses it keeps them, one that sees it discards them.
+_BESIDE = st.one_of(_OWN[2], st.lists(sections(plain=True), min_size=1, max_size=2))
+# Every field of a prior section an edit may change: its text (replaced, or re-blocked with the same text), its
+# label, its figure, its flags, its owner.
+_EDIT_FIELDS = st.sampled_from(["truncated", "stability", "text", "label", "tokens", "provider", "reblock", "reblock"])
 _EDIT_INDEX = st.sampled_from([0, 0, 1])
+_REBLOCK = st.sampled_from(["split", "merge"])
 _REWRITTEN = st.lists(messages, min_size=1, max_size=2)
 
 
+@functools.cache
+def _indices(reach: int):
+    """Where an edit lands in the prior chain: near its start, or anywhere up to `reach` in a long chain."""
+    return _EDIT_INDEX if reach <= 1 else st.one_of(_EDIT_INDEX, st.integers(0, reach))
+
+
 @st.composite
-def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
-    """What one provider does on one turn: conform, or break a rule."""
+def actions(draw, name: str, others: list[str], compactor: bool, reach: int = 1) -> dict:
+    """What one provider does on one turn: conform, or break a rule in one of its shapes."""
     kind = draw(_KINDS)
     own = lambda n=2: draw(_OWN[n])
+    beside = lambda: draw(_BESIDE)
+    index = lambda: draw(_indices(reach))
     if kind == "append":
         return {"append": own(4)}
     if kind == "keep":
@@ -137,112 +315,416 @@ def actions(draw, name: str, others: list[str], compactor: bool) -> dict:
         return {"hang": True}
     if kind == "edit":
         field = draw(_EDIT_FIELDS)
-        value = {"text": draw(short_texts), "label": draw(labels), "tokens": draw(st.integers(0, 99)),
-                 "truncated": True, "stability": draw(stabilities),
-                 "provider": draw(st.sampled_from(others or [name]))}[field]
-        return {"edit": [{"index": draw(_EDIT_INDEX), field: value}], "append": own()}
-    if kind == "drop":
-        return {"drop": [draw(st.integers(0, 3))], "append": own()}
+        value = {"text": lambda: draw(short_texts), "label": lambda: draw(labels),
+                 "tokens": lambda: draw(st.integers(0, 99)), "truncated": lambda: True,
+                 "stability": lambda: draw(stabilities), "reblock": lambda: draw(_REBLOCK),
+                 "provider": lambda: draw(identities(name, others, own=True))}[field]()
+        return {"edit": [{"index": index(), field: value}], "append": beside()}
+    if kind in ("drop", "merge", "split"):
+        return {kind: [index()], "append": beside()}
     if kind == "reorder":
-        return {"reorder": draw(st.permutations(range(draw(st.integers(2, 4))))), "append": own()}
+        return {"reorder": draw(st.permutations(range(draw(st.integers(2, 4))))), "append": beside()}
     if kind == "delta":
         return {"delta": own()}
     if kind == "prepend":
         return {"prepend": own()}
     if kind == "insert":
         return {"insert": {"index": draw(st.integers(0, 3)), "sections": own()}}
-    if kind == "impersonate":
-        return {"append": [draw(sections(provider=draw(st.sampled_from(others or ["someone-else"]))))]}
+    if kind == "impersonate":  # its own sections, one of them under a name that is not quite its own
+        mine = own()
+        at = draw(st.integers(0, len(mine) - 1))
+        mine[at] = {**mine[at], "provider": draw(identities(name, others))}
+        return {"append": mine}
     action: dict = {"append": own()} if not compactor or draw(st.booleans()) else {"keep": True}
     action["rewritten_history"] = draw(_REWRITTEN)
     return action
 
 
-_NAMES = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota",
-                                    "kappa"]), max_size=8, unique=True)
-_BUDGETS = st.one_of(st.integers(0, 40), st.integers(40, 3000))
+_NAME_POOL = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
+_TEMPLATE_ACTION = st.one_of(st.builds(lambda s: {"append": s}, st.lists(sections(plain=True), min_size=1, max_size=2)),
+                             st.just({"keep": True}))
+_BUDGETS = {False: st.one_of(st.integers(0, 40), st.integers(40, KERNEL["budget"].usual[1])),
+            True: KERNEL["budget"].strategy(True)}
 _AROUND = st.sampled_from([-1, 0, 1])
-_OVERRIDES = st.one_of(st.none(), st.integers(0, 500))
-_COUNTED = st.lists(st.one_of(text_blocks, text_blocks, non_text_blocks), max_size=4)
-_SESSION_IDS = ["01JDPROPERTYSESSION00000001", "01JDPROPERTYSESSION00000002"]
-_SESSIONS = st.sampled_from(_SESSION_IDS[:1] * 3 + _SESSION_IDS[1:])
-_FILES = st.lists(st.sampled_from(["src/a.py", "docs/é.md"]), max_size=2)
+_OVERRIDES = {False: st.one_of(st.none(), st.integers(0, 500)),
+              True: st.one_of(st.none(), KERNEL["override"].strategy(True))}
+_COUNTED = st.one_of(text_blocks, text_blocks, non_text_blocks)
+_SESSION_FIRST = 3  # in the usual space three turns in four go to the first session
+ROOM = 10**6        # the cap of a compactor that must have room to accept what a large scenario sends it
+
+
+def _session_ids(n: int) -> list[str]:
+    return [f"01JDPROPERTYSESSION{i + 1:08d}" for i in range(n)]
+
+
+def _names(draw, n: int, large: bool) -> list[str]:
+    if large:  # more providers than names: number them (and keep declaration order unlike name order)
+        return [f"{_NAME_POOL[i % len(_NAME_POOL)]}-{i}" for i in range(n)]
+    return draw(st.permutations(_NAME_POOL))[:n]
 
 
 @st.composite
-def kernel_scenarios(draw) -> dict:
-    """A whole kernel vector document (without expectations: the invariants judge it)."""
-    model_list = [draw(models(i)) for i in range(draw(st.integers(1, 3)))]
-    names = draw(_NAMES)
-    turns = draw(st.integers(1, 3))
+def kernel_scenarios(draw, share: int | None = DEFAULT_SHARE, switched: frozenset[str] | None = None) -> dict:
+    """A whole kernel vector document (without expectations: the invariants judge it). switched: the dimensions
+    to make large, instead of drawing them."""
+    large = draw(swarm("kernel", share)) if switched is None else switched
+    size = lambda key: draw(KERNEL[key].strategy(key in large))
+    model_list = [draw(models(i, "window" in large)) for i in range(size("models"))]
     ids = [m["id"] for m in model_list]
     first_model = draw(st.sampled_from(model_list))
-    providers = []
-    for name in names:
-        compactor = draw(st.integers(0, 2)) == 0
-        others = [n for n in names if n != name]
-        provider = {"name": name, "capabilities": {
-            "default_token_budget": draw(_BUDGETS),
-            "stability": draw(stabilities), "compactor": compactor},
-            "script": [draw(actions(name, others, compactor)) for _ in range(turns)]}
-        appended = provider["script"][0].get("append")
-        if appended and draw(st.integers(0, 2)) == 0:
-            # The first turn's own sections at exactly the budget, or one token either side.
-            provider["token_budget_override"] = max(0, _count(appended, first_model) + draw(_AROUND))
-        elif draw(st.booleans()):
-            provider["token_budget_override"] = draw(_OVERRIDES)
-        providers.append(provider)
-    count_turns = [{"count_tokens": {"content": draw(_COUNTED),
+    names = _names(draw, size("providers"), "providers" in large)
+    sessions = _session_ids(size("sessions"))
+    turns = max(size("turns"), len(sessions) if "sessions" in large else 1)
+    providers = _providers(draw, names, turns, "providers" in large)
+    turn_docs = []
+    for i in range(turns):
+        if "sessions" in large:
+            session = sessions[i % len(sessions)]
+        else:
+            session = draw(st.sampled_from(sessions[:1] * _SESSION_FIRST + sessions[1:]))
+        turn_docs.append({"assemble": {
+            "session_id": session, "turn_id": f"01JDPROPERTYTURN{i:011d}",
+            "model": first_model["id"] if i == 0 else draw(st.sampled_from(ids)),
+            "files_touched": draw(files_touched(KERNEL["files"], "files" in large)),
+            "new_messages": draw(sized_histories(KERNEL["history"], "history" in large and i == 0))}})
+    count_turns = [{"count_tokens": {"content": _counted(draw, "count-blocks" in large),
                                      **({"model": draw(st.sampled_from(ids))} if draw(st.booleans()) else {})}}
                    for _ in range(draw(st.integers(0, 2)))]
-    turn_docs = [{"assemble": {
-        "session_id": draw(_SESSIONS),
-        "turn_id": f"01JDPROPERTYTURN{i:011d}", "model": first_model["id"] if i == 0 else draw(st.sampled_from(ids)),
-        "files_touched": draw(_FILES),
-        "new_messages": draw(histories)}} for i in range(turns)]
-    return {"id": "kernel/property/generated", "title": "A generated scenario",
-            "requirements": [], "setup": {"models": model_list, "primary_model": ids[0],
-                                           "fallback_models": ids[1:], "hook_timeout_ms": 300, "providers": providers},
-            "turns": turn_docs + count_turns}
+    doc = {"id": "kernel/property/generated", "title": "A generated scenario",
+           "requirements": [], "setup": {"models": model_list, "primary_model": ids[0],
+                                          "fallback_models": ids[1:], "hook_timeout_ms": 300, "providers": providers},
+           "turns": turn_docs + count_turns}
+    for key, enlarge in _ENLARGERS.items():
+        if key in large:
+            enlarge(draw, doc, turns)
+    for provider in doc["setup"]["providers"]:
+        _budget(draw, provider, first_model, large)
+    if draw(st.integers(0, 3)) == 0:
+        _ceiling_at_caps(doc, draw(_AROUND))
+    return doc
+
+
+def _providers(draw, names: list[str], turns: int, large: bool) -> list[dict]:
+    """Each provider's capabilities and script. In a long chain most providers repeat a few conforming scripts
+    and a few drawn positions (the last among them) break rules, reaching anywhere in the chain."""
+    count = len(names)
+    special = set(range(count)) if not large else set(draw(st.lists(st.integers(0, count - 1), max_size=4))) | {count - 1}
+    templates = [[draw(_TEMPLATE_ACTION) for _ in range(turns)] for _ in range(draw(st.integers(1, 3)))] if large else []
+    providers = []
+    for i, name in enumerate(names):
+        compactor = i in special and draw(st.integers(0, 2)) == 0
+        others = [n for n in names if n != name]
+        script = [draw(actions(name, others, compactor, 2 * count if large else 1)) for _ in range(turns)] \
+            if i in special else copy.deepcopy(templates[i % len(templates)])
+        providers.append({"name": name, "capabilities": {
+            "default_token_budget": 0, "stability": draw(stabilities), "compactor": compactor}, "script": script})
+    return providers
+
+
+def _budget(draw, provider: dict, first_model: dict, large: frozenset) -> None:
+    """Its default budget, and its override: at one reading of its first offered sections' count or one token
+    either side of it, where an off-by-one or a count of another reading shows; or any override; or none."""
+    provider["capabilities"]["default_token_budget"] = draw(_BUDGETS["budget" in large])
+    if "token_budget_override" in provider:
+        return  # a large scenario gave it room, or a cap at its offered count
+    offered = space.offered(provider["script"][0])
+    if offered and draw(st.booleans()):
+        reading = draw(st.sampled_from(sorted(set(readings(offered, first_model).values()))))
+        provider["token_budget_override"] = max(0, reading + draw(_AROUND))
+    elif draw(st.booleans()):
+        provider["token_budget_override"] = draw(_OVERRIDES["override" in large])
+
+
+def _ceiling_at_caps(doc: dict, around: int) -> None:
+    """The smallest effective ceiling of the routing chain moved to the caps' sum, or one token either side,
+    where the budget warning's comparison shows (R-BUDGET-SUM-WARNING); by the system overhead of that model,
+    where that leaves it a legal model and still the smallest."""
+    setup = doc["setup"]
+    caps = sum(p["capabilities"]["default_token_budget"] if p.get("token_budget_override") is None
+               else p["token_budget_override"] for p in setup["providers"])
+    ceiling = lambda m: m["context_window"] - m["reserved_output"] - m["system_overhead"]
+    routing = sorted((m for m in setup["models"]), key=ceiling)   # every model is in the routing chain
+    smallest, wanted = routing[0], caps + around
+    overhead = smallest["context_window"] - smallest["reserved_output"] - wanted
+    if wanted >= 0 and overhead >= 0 and (len(routing) == 1 or wanted <= ceiling(routing[1])):
+        smallest["system_overhead"] = overhead
+
+
+def _counted(draw, large: bool) -> list[dict]:
+    n = draw(KERNEL["count-blocks"].strategy(large))
+    if large:
+        return _cycled([draw(_COUNTED) for _ in range(3)], n, _numbered_block)
+    return [draw(_COUNTED) for _ in range(n)]
+
+
+def _content(spec: dict) -> list[dict]:
+    return [{"text": {"text": b["text"]}} for b in spec["content"] if "text" in b]
 
 
 def _count(specs: list[dict], model: dict) -> int:
     """What the kernel's count of these short-form sections is on this model (tokenizer or formula)."""
-    total = 0
-    for spec in specs:
-        content = [{"text": {"text": b["text"]}} for b in spec["content"] if "text" in b]
-        total += tokens.count(content, exact=model["count_tokens"])
-    return total
+    return sum(tokens.count(_content(spec), exact=model["count_tokens"]) for spec in specs)
+
+
+def readings(specs: list[dict], model: dict) -> dict[str, int]:
+    """The figures a kernel could reach for a provider's sections: each section counted and the counts added
+    (the rule, R-BUDGET-PER-PROVIDER), all of them counted in one request, each block counted apart, or the
+    figures the sections state taken on trust. Under the formula the first three differ wherever a block's
+    byte length is not a multiple of four."""
+    blocks = [b for spec in specs for b in _content(spec)]
+    exact = model["count_tokens"]
+    stated = sum(spec.get("tokens", _count([spec], model)) for spec in specs)
+    return {"each section": _count(specs, model), "one request": tokens.count(blocks, exact),
+            "each block": sum(tokens.count([b], exact) for b in blocks), "stated": stated}
+
+
+# --- large scenarios: each switched dimension made large after the usual scenario is drawn -------------------
+
+def _slots(doc: dict, sections_only: bool = False) -> list[dict]:
+    """The dicts that hold a text: blocks of offered sections, then (unless sections_only) messages and
+    counted content."""
+    found = [b for s in space.offered_sections(doc) for b in s["content"] if "text" in b]
+    if not sections_only:
+        found += [m for m in space.kernel_messages(doc) if "text" in m]
+        found += [b for m in space.kernel_messages(doc) for b in m.get("content", ()) if "text" in b]
+        found += [b for t in doc["turns"] for b in t.get("count_tokens", {}).get("content", ()) if "text" in b]
+    return found
+
+
+def _some(draw, items: list, most: int = 3) -> list:
+    """A few of the items, by drawn positions."""
+    if not items:
+        return []
+    return [items[i] for i in draw(st.lists(st.integers(0, len(items) - 1), min_size=1, max_size=most, unique=True))]
+
+
+def _enlarge_text(draw, doc: dict, turns: int) -> None:
+    for slot in _some(draw, _slots(doc)):
+        slot["text"] = draw(large_texts(KERNEL["text"]))
+
+
+def _enlarge_label(draw, doc: dict, turns: int) -> None:
+    for section in _some(draw, list(space.offered_sections(doc))):
+        section["label"] = draw(large_labels(KERNEL["label"]))
+
+
+def _failing(draw, doc: dict, turns: int) -> list[dict]:
+    """The error actions of the scenario; where there are none, one provider fails on one turn."""
+    found = [a["error"] for _, _, a in space.kernel_actions(doc) if "error" in a]
+    providers = doc["setup"]["providers"]
+    if not found and providers:
+        provider = draw(st.sampled_from(providers))
+        error = draw(call_errors())
+        provider["script"][draw(st.integers(0, turns - 1))] = {"error": error}
+        found = [error]
+    return found
+
+
+_ERROR_UNITS = ["panic: index out of range\n", "naïve \"quoted\" <tag> & 漢字 ", "x", "\tat frame.go:12\n"]
+
+
+def _enlarge_error(draw, doc: dict, turns: int) -> None:
+    for error in _some(draw, _failing(draw, doc, turns)):
+        _long_message(draw, error, draw(st.builds(sized, st.sampled_from(_ERROR_UNITS), KERNEL["error"].strategy(True))))
+
+
+def _enlarge_error_lines(draw, doc: dict, turns: int) -> None:
+    for error in _some(draw, _failing(draw, doc, turns)):
+        n = draw(KERNEL["error-lines"].strategy(True))
+        _long_message(draw, error, "".join(f"frame {i}\n" for i in range(n - 1)) + "exit status 2")
+
+
+def _long_message(draw, error: dict, message: str) -> None:
+    """The error's message made long, and often its ContextError's; half the time the failure is made an
+    unknown one, the category whose message the kernel must report as it came (R-RAW-MESSAGE)."""
+    error["message"] = message
+    if draw(st.booleans()):
+        error["code"] = errors.GRPC_CODE["unknown"]
+        error["context_error"] = {"category": errors.enum_name("unknown"), "message": message,
+                                  "retryable": draw(st.booleans())}
+    elif "context_error" in error and draw(st.booleans()):
+        error["context_error"]["message"] = message
+
+
+def _offering(draw, doc: dict) -> dict | None:
+    """An action that appends sections of its own; where there is none, one provider's first becomes one."""
+    found = [a for _, _, a in space.kernel_actions(doc) if "append" in a]
+    if found:
+        return draw(st.sampled_from(found))
+    providers = doc["setup"]["providers"]
+    if not providers:
+        return None
+    provider = draw(st.sampled_from(providers))
+    provider["script"][0] = {"append": []}
+    return provider["script"][0]
+
+
+def _plain_sections(draw, n: int) -> list[dict]:
+    return _cycled(draw(st.lists(sections(plain=True), min_size=1, max_size=3)), n, _numbered_section)
+
+
+def _enlarge_sections(draw, doc: dict, turns: int) -> None:
+    action = _offering(draw, doc)
+    if action is not None:
+        action["append"] = _plain_sections(draw, draw(KERNEL["sections"].strategy(True)))
+
+
+def _enlarge_blocks(draw, doc: dict, turns: int) -> None:
+    for section in _some(draw, list(space.offered_sections(doc))):
+        section["content"] = _cycled(section["content"], draw(KERNEL["blocks"].strategy(True)), _numbered_block)
+
+
+def _a_compactor(draw, doc: dict, turns: int, last: bool = False) -> dict:
+    """A compactor of the scenario (the last provider, with `last`), made one where needed, with room."""
+    providers = doc["setup"]["providers"]
+    found = [p for p in providers if p["capabilities"]["compactor"]]
+    if last or not found:
+        if not providers:
+            providers.append({"name": "compactor-0", "capabilities": {"default_token_budget": 0,
+                              "stability": "STABILITY_DYNAMIC", "compactor": True},
+                              "script": [{"keep": True} for _ in range(turns)]})
+        found = [providers[-1] if last else draw(st.sampled_from(providers))]
+    compactor = found[0] if last else draw(st.sampled_from(found))
+    compactor["capabilities"]["compactor"] = True
+    compactor["token_budget_override"] = ROOM
+    return compactor
+
+
+def _enlarge_compactors(draw, doc: dict, turns: int) -> None:
+    """Several compactors, each rewriting the history in the same firing."""
+    providers = doc["setup"]["providers"]
+    k = draw(KERNEL["compactors"].strategy(True))
+    for j in range(k - len(providers)):
+        providers.insert(draw(st.integers(0, len(providers))), {
+            "name": f"compactor-{j}", "capabilities": {"default_token_budget": 0, "stability": "STABILITY_DYNAMIC",
+                                                       "compactor": False},
+            "script": [{"keep": True} for _ in range(turns)]})
+    turn = draw(st.integers(min(1, turns - 1), turns - 1))   # after the first turn, where it can: "ahead" uses that one
+    for i in draw(st.lists(st.integers(0, len(providers) - 1), min_size=k, max_size=k, unique=True)):
+        provider = providers[i]
+        provider["capabilities"]["compactor"] = True
+        provider["token_budget_override"] = ROOM
+        kept = {"append": draw(_OWN[2])} if draw(st.booleans()) else {"keep": True}
+        provider["script"][turn] = {**kept, "rewritten_history": draw(_REWRITTEN)}
+
+
+def _enlarge_rewrites(draw, doc: dict, turns: int) -> None:
+    """The last provider a compactor rewriting many foreign sections in one reply, in every shape."""
+    compactor = _a_compactor(draw, doc, turns, last=True)
+    n = draw(KERNEL["rewrites"].strategy(True))
+    summary = draw(short_texts)
+    edits = [{"index": i, "reblock": "split"} if i % 5 == 4 else {"index": i, "text": f"summary {i}: {summary}"}
+             for i in range(n - 2)]
+    compactor["script"][0] = {"edit": edits, "merge": [n - 2], "split": [n - 1], "append": draw(_OWN[2])}
+
+
+def _enlarge_ahead(draw, doc: dict, turns: int) -> None:
+    """Many sections offered, and accepted, ahead of a compactor at the end of the chain."""
+    providers = doc["setup"]["providers"]
+    n = draw(KERNEL["ahead"].strategy(True))
+    most = KERNEL["sections"].large[1]   # no feeder offers more in one reply than a large reply holds
+    while len(providers) < 1 + -(-n // most):
+        providers.insert(0, {"name": f"feeder-{len(providers)}", "capabilities": {"default_token_budget": 0,
+                             "stability": "STABILITY_STATIC", "compactor": False},
+                             "script": [{"keep": True} for _ in range(turns)]})
+    compactor = _a_compactor(draw, doc, turns, last=True)
+    feeders = providers[:-1]
+    first_model = next(m for m in doc["setup"]["models"] if m["id"] == doc["turns"][0]["assemble"]["model"])
+    pool = draw(st.lists(sections(plain=True), min_size=1, max_size=3))
+    for j, feeder in enumerate(feeders):
+        share = n // len(feeders) + (j < n % len(feeders))
+        offered = _cycled(pool, share, lambda s, i, j=j: _numbered_section(s, j * n + i))
+        feeder["capabilities"]["compactor"] = False
+        feeder["script"][0] = {"append": offered}
+        feeder["token_budget_override"] = _count(offered, first_model)   # exactly its budget: accepted
+    compactor["script"][0] = draw(st.sampled_from([{"keep": True}, {"append": pool}]))
+
+
+def _enlarge_rewritten(draw, doc: dict, turns: int) -> None:
+    compactor = _a_compactor(draw, doc, turns)
+    action = compactor["script"][draw(st.integers(0, turns - 1))]
+    action.pop("error", None), action.pop("hang", None)
+    action["rewritten_history"] = draw(sized_histories(KERNEL["rewritten"], True))
+    if not any(k in action for k in ("append", "keep", "chain", "delta")):
+        action["keep"] = True
+
+
+def _enlarge_history(draw, doc: dict, turns: int) -> None:
+    """A long history means something to a compactor only: there is one."""
+    _a_compactor(draw, doc, turns)
+
+
+# Applied in this order, each where its dimension is switched on.
+_ENLARGERS = {"sections": _enlarge_sections, "ahead": _enlarge_ahead, "rewrites": _enlarge_rewrites,
+              "compactors": _enlarge_compactors, "rewritten": _enlarge_rewritten, "history": _enlarge_history,
+              "blocks": _enlarge_blocks, "text": _enlarge_text, "label": _enlarge_label,
+              "error": _enlarge_error, "error-lines": _enlarge_error_lines}
 
 
 # --- provider requests ------------------------------------------------------------------------
 
 # Prior chains as a kernel sends them: well-formed sections of other providers, often with
-# decomposed characters and long lines that a careless provider might normalize or trim.
+# decomposed characters and long lines that a careless provider might normalize or trim, signed by other
+# providers and by names that nearly match the provider's own (one that re-finds "its" section loosely).
 _decomposed = _joined(["e\u0301", "a\u0308", "o", " ", "ß", "\u00e9", "  "], 80, min_size=30)
-prior_chains = st.lists(st.builds(lambda spec, text: {**spec, "provider": "other-provider",
-                                                     "content": [{"text": text}, *spec["content"][1:]]},
-                                  sections(allow_faults=False), st.one_of(short_texts, _decomposed)), max_size=4)
+_PRIOR = st.builds(lambda spec, text: {**spec, "content": [{"text": text}, *spec["content"][1:]]},
+                   sections(allow_faults=False), st.one_of(short_texts, _decomposed))
+
+
+@st.composite
+def _owner(draw, own_name: str) -> str:
+    choice = draw(st.integers(0, 4))
+    if choice < 3:
+        return ["other-provider", "other-provider", "second-provider"][choice]
+    return NEAR_MISSES[draw(_NEAR)](own_name)
+
+
+@st.composite
+def prior_chains(draw, large: frozenset = frozenset(), own_name: str = "provider") -> list[dict]:
+    n = draw(PROVIDER["prior"].strategy("prior" in large))
+    if "prior" in large:
+        chain = _cycled([draw(_PRIOR) for _ in range(3)], n, _numbered_section)
+        owners = [draw(_owner(own_name)) for _ in range(4)]
+        chain = [{**s, "provider": owners[i % len(owners)]} for i, s in enumerate(chain)]
+    else:
+        chain = [{**draw(_PRIOR), "provider": draw(_owner(own_name))} for _ in range(n)]
+    if "blocks" in large:
+        for section in _some(draw, chain):
+            section["content"] = _cycled(section["content"], draw(PROVIDER["blocks"].strategy(True)), _numbered_block)
+    if "text" in large:
+        for block in _some(draw, [b for s in chain for b in s["content"]]):
+            block["text"] = draw(large_texts(PROVIDER["text"]))
+    if "label" in large:
+        for section in _some(draw, chain):
+            section["label"] = draw(large_labels(PROVIDER["label"]))
+    return chain
 
 
 def suite_count(spec: dict) -> int:
     """What the suite's tokenizer says a short-form section counts."""
-    return tokens.suite_tokenizer_count([{"text": {"text": b["text"]}} for b in spec["content"] if "text" in b])
+    return tokens.suite_tokenizer_count(_content(spec))
+
+
+_PROVIDER_BUDGETS = st.one_of(st.integers(0, 30), st.integers(30, 5000))
 
 
 @st.composite
-def contribute_requests(draw) -> dict:
-    prior = draw(prior_chains)
+def contribute_requests(draw, large: frozenset = frozenset(), own_name: str = "provider") -> dict:
+    prior = draw(prior_chains(large, own_name))
     total = sum(suite_count(s) for s in prior)
     # A third of the budgets sit at the prior chain's count or one token either side, where an off-by-one shows.
     edge = st.sampled_from([n for n in (total - 1, total, total + 1) if n >= 0])
-    request = {"token_budget": draw(st.one_of(st.integers(0, 30), st.integers(30, 5000), edge)),
-               "prior_sections": prior, "conversation_history": draw(histories)}
+    budgets = PROVIDER["budget"].strategy(True) if "budget" in large else _PROVIDER_BUDGETS
+    request = {"token_budget": draw(st.one_of(budgets, edge)), "prior_sections": prior,
+               "conversation_history": draw(sized_histories(PROVIDER["history"], "history" in large))}
     if draw(st.booleans()):
-        ceiling = draw(st.integers(100, 200000))
+        ceiling = draw(PROVIDER["ceiling"].strategy("ceiling" in large))
         request["model_target"] = {"id": "generated-model", "context_window": ceiling * 2, "effective_ceiling": ceiling}
     if draw(st.booleans()):
-        request["history_tokens"] = draw(st.integers(0, 300000))
+        request["history_tokens"] = draw(PROVIDER["history-tokens"].strategy("history-tokens" in large))
+    touched = draw(files_touched(PROVIDER["files"], "files" in large))
+    if touched:
+        request["files_touched"] = touched
     return request
 
 
@@ -251,8 +733,27 @@ fixture_texts = st.lists(paragraph_texts, min_size=1, max_size=6).map(lambda ps:
 
 
 @st.composite
-def provider_scenarios(draw) -> dict:
-    """A provider vector document: a fixture, Configure, then several Contribute calls."""
-    steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests())} for _ in range(draw(st.integers(1, 3)))]
+def large_fixtures(draw) -> str:
+    """A source file of tens or hundreds of KiB: a few drawn paragraphs, numbered, until it is that long."""
+    size = draw(PROVIDER["source"].strategy(True))
+    pool = draw(st.lists(paragraph_texts, min_size=1, max_size=3))
+    pieces, total, i = [], 0, 0
+    while total < size:
+        piece = f"{pool[i % len(pool)]} ({i})\n\n"
+        pieces.append(piece)
+        total += len(piece.encode("utf-8"))
+        i += 1
+    return "".join(pieces)
+
+
+@st.composite
+def provider_scenarios(draw, share: int | None = DEFAULT_SHARE, own_name: str = "provider",
+                       switched: frozenset[str] | None = None) -> dict:
+    """A provider vector document: a fixture, Configure, then several Contribute calls. own_name: the name the
+    provider is declared under, of which some prior sections carry near misses."""
+    large = draw(swarm("provider", share)) if switched is None else switched
+    calls = draw(PROVIDER["steps"].strategy("steps" in large))
+    steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests(large, own_name))} for _ in range(calls)]
+    source = draw(large_fixtures() if "source" in large else fixture_texts)
     return {"id": "provider/property/generated", "title": "A generated provider scenario", "requirements": [],
-            "files": {"CONTEXT.md": draw(fixture_texts)}, "steps": steps}
+            "files": {"CONTEXT.md": source}, "steps": steps}

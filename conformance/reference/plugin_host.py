@@ -27,7 +27,7 @@ from conformance.bindings import jsonlines
 from conformance.bindings.base import CallFailed
 from conformance.bindings.go_plugin_protocol import (CALLBACK_BROKER_ID, DEFAULT_COOKIE, BrokerOffer, host_env,
                                                      parse_handshake, shutdown)
-from conformance.bindings.grpc_wire import SocketDir, abort, failure_from, server, start
+from conformance.bindings.grpc_wire import CHANNEL_OPTIONS, SocketDir, abort, failure_from, server, start
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
 from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb2_grpc
@@ -59,7 +59,7 @@ class Plugin:
             line = None
         if not line:
             raise CallFailed("UNAVAILABLE", f"plugin {self.argv[0]!r} printed no handshake line")
-        self.channel = grpc.insecure_channel(parse_handshake(line.strip()))
+        self.channel = grpc.insecure_channel(parse_handshake(line.strip()), options=CHANNEL_OPTIONS)
         self.stub = context_pb2_grpc.ContextServiceStub(self.channel)
         self.broker = BrokerOffer(self.channel)
 

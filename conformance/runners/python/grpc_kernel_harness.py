@@ -19,7 +19,7 @@ import grpc
 from google.protobuf import json_format
 
 from conformance.bindings.base import CallFailed
-from conformance.bindings.grpc_wire import abort, failure_from, server, start
+from conformance.bindings.grpc_wire import CHANNEL_OPTIONS, abort, failure_from, server, start
 from conformance.wire import forms
 from conformance.wire.pb.ctxconf.harness.v1 import harness_pb2, harness_pb2_grpc
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
@@ -43,7 +43,7 @@ class Remote:
         self.deadline = (config.get("hook_timeout_ms") or 10000) / 1000 if deadlines else None
 
     def _channel(self, address: str) -> grpc.Channel:
-        channel = grpc.insecure_channel(address)
+        channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self.channels.append(channel)
         return channel
 
