@@ -139,9 +139,10 @@ def judge_failure(provider: str, prior: list[dict], error: dict, model: Model, c
         needed = Needed("invalid_request", "K-ERR-INVALID-REQUEST-LOG")
         why, contains = "an invalid_request failure is isolated with a diagnostic or fails the turn", ()
     elif category == "unknown":
-        # The provider's own words: its ContextError's message or its status message (R-RAW-MESSAGE).
-        raw = tuple(m for m in dict.fromkeys(((error.get("context_error") or {}).get("message"),
-                                              error.get("message"))) if m)
+        # The provider's own words: its ContextError's message or its status message; when one of them is
+        # empty, reporting that one is reporting a raw message too, so no text is asked for (R-RAW-MESSAGE).
+        messages = ((error.get("context_error") or {}).get("message") or "", error.get("message") or "")
+        raw = tuple(dict.fromkeys(messages)) if all(messages) else ()
         needed = Needed("unknown", "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
         why, contains = "an unknown failure is reported with the provider's own message", raw
     elif error.get("message"):

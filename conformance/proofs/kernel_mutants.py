@@ -914,6 +914,14 @@ class ShortensLongErrorMessages(ReferenceKernel):
         return {**diagnostic, "message": diagnostic["message"][:200]} if diagnostic else diagnostic
 
 
+@mutant("K-NO-SILENT-FALLBACK")
+class SilentWhenTheMessageIsEmpty(ReferenceKernel):
+    """Reports a failure only when its status message has words, as if an empty one meant nothing went wrong."""
+
+    def on_failure(self, provider, failure):
+        return super().on_failure(provider, failure) if failure.message.strip() else None
+
+
 # --- past a size (the scale vectors, vectors/kernel/scale/, and the property tests catch these) --------
 
 @mutant("K-DECLARATION-ORDER", also=["KC-NO-REORDER"])

@@ -262,12 +262,9 @@ def call_errors(draw) -> dict:
     category = draw(_CATEGORIES)
     if category in errors.GRPC_CODE and draw(st.booleans()):
         error["code"] = errors.GRPC_CODE[category]      # the code agrees with the detail; otherwise it may not
-    # the ContextError's message is often the status message, and sometimes its own (R-RAW-MESSAGE)
+    # the ContextError's message is often the status message, and sometimes its own
+    # (R-RAW-MESSAGE), and either may be empty while the other has words
     message = error["message"] if draw(st.integers(0, 2)) else draw(_MESSAGES)
-    if not (message and error["message"]):
-        # One message empty and the other not: which one a kernel must report is not ruled yet
-        # (notes/raw-message-one-side-empty.yaml), so both are empty or both have words.
-        message = error["message"] = message or error["message"]
     error["context_error"] = {"category": errors.enum_name(category), "message": message,
                               "retryable": draw(st.booleans())}
     if form == 7:

@@ -69,8 +69,8 @@ class Plugin:
         lines.put(None)
 
     def ask_to_stop(self) -> None:
-        if self.process.poll() is None and self.channel is not None:
-            shutdown(self.channel)
+        if self.process.poll() is None and not (self.channel is not None and shutdown(self.channel)):
+            self.process.terminate()  # Shutdown did not get through (a busy machine): SIGTERM asks the same
 
     def close(self) -> None:
         """After ask_to_stop: a grace period, then a kill, as go-plugin's client.Kill does."""
