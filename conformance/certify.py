@@ -21,6 +21,7 @@ from conformance.bindings import trace
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, HarnessError
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
+from conformance.engine import provider_checks
 from conformance.engine.connection import Connection
 from conformance.engine.funnel import run_cases
 from conformance.engine.results import CaseResult
@@ -106,6 +107,8 @@ def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: P
             cases += run_cases(role, connection, [] if parallel else vectors, run, Path(workdir), manifest,
                                progress.finished, progress.starting)
             implementation = connection.implementation
+    if role == "provider":
+        cases = provider_checks.judge_over_run(cases)
     return build(catalog, ROLES[role].binds, role, cases, name, implementation, time.perf_counter() - started, baseline,
                  seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
 

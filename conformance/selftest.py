@@ -29,6 +29,7 @@ from conformance.bindings.launch_plugins import LaunchingKernel
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.certify import ROLES
+from conformance.engine import provider_checks
 from conformance.engine.funnel import run_cases
 from conformance.engine.connection import Connection
 from conformance.engine.results import CaseResult
@@ -167,6 +168,8 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
         properties = properties and not subject.vectors_under
         manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml") if subject.role == "provider" else None
         cases = run_cases(subject.role, connection, vectors, None, Path(workdir), manifest)
+        if subject.role == "provider":
+            cases = provider_checks.judge_over_run(cases)
         # How hard the properties must look depends on what the vectors already caught.
         run = _property_run(subject, profile, seed, _failed(cases))
         generated = run_cases(subject.role, connection, [], run, Path(workdir), manifest) if properties else []

@@ -263,7 +263,7 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
         fields = {"config": {k: v for k, v in config.items() if k != record.omitted}}
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
-        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models)}
+        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models, manifest.name)}
     elif step.kind in ("get_capabilities", "describe"):
         fields = {}
     else:
@@ -361,16 +361,21 @@ def _unspoil(target: Path, field: str) -> None:
         raise HarnessError(f"{field}: cannot put {target.name!r} back: {exc.strerror}") from None
 
 
+SELF = "${self}"  # a prior section's provider that stands for the name the provider is declared under
+
+
 def contribute_request(step: Step, default_budget: int, workdir: Path, run: int = 0,
-                       models: dict[str, str] | None = None) -> dict:
+                       models: dict[str, str] | None = None, own_name: str = "") -> dict:
     """The ContextRequest of a contribute step. Each sub-run of a vector is a session of its own; the
-    figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target."""
+    figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target.
+    A prior section whose provider is ${self} carries the provider's own name: a kernel carrying the
+    chain across turns hands it its own earlier sections (R-FIRING-STARTS-EMPTY)."""
     spec = step.spec
     target = {**DEFAULT_MODEL, **spec.get("model_target", {})}
     tokenizer = target.pop("tokenizer", (models or SUITE_MODELS).get(target["id"], DEFAULT_TOKENIZER))
     count = lambda content: tokens.count_with(tokenizer, content)[0]  # noqa: E731
     history = shorthand.messages(spec.get("conversation_history", []))
-    prior = [shorthand.section(s, s.get("provider", "another-provider"), "STABILITY_STATIC", count)
+    prior = [shorthand.section({**s, "provider": _owner(s, own_name)}, "", "STABILITY_STATIC", count)
              for s in spec.get("prior_sections", [])]
     return forms.normalize("ContextRequest", {
         "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
@@ -381,6 +386,12 @@ def contribute_request(step: Step, default_budget: int, workdir: Path, run: int 
         "history_tokens": spec.get("history_tokens", count(tokens.history_content(history))),
         "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
     })
+
+
+def _owner(spec: dict, own_name: str) -> str:
+    """Who a prior section in short form belongs to: its provider, ${self} standing for own_name."""
+    provider = spec.get("provider", "another-provider")
+    return (own_name or "the-provider-itself") if provider == SELF else provider
 
 
 def write_files(workdir: Path, files: dict[str, str], field: str) -> None:

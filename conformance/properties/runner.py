@@ -184,7 +184,7 @@ def provider_property(connection: Connection, run: PropertyRun, manifest: Manife
         transcript = drive_provider(connection.binding(), case, manifest, workdir)
         if transcript.error:
             connection.discard()
-        return provider_checks.check_case(transcript, manifest), transcript.error
+        return provider_checks.one_scenario(provider_checks.check_case(transcript, manifest)), transcript.error
 
     return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
                    run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider")
