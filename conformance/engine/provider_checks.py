@@ -49,6 +49,12 @@ def undeclared_keys(schema: dict, config: dict) -> list[str]:
     return [key for key in config if key not in declared]
 
 
+def _kept_identity(section: dict, prior: list[dict]) -> bool:
+    """Whether a prior section has this section's provider, label and stability."""
+    identity = lambda s: (s["provider"], s["label"], s["stability"])  # noqa: E731
+    return identity(section) in {identity(p) for p in prior}
+
+
 def own_sections(record: StepRecord, compactor: bool = False, name: str = "") -> list[dict]:
     """What the provider itself wrote. When the prior sections still sit in
     their places (edited or not), it is what follows them; otherwise, and for
@@ -257,7 +263,6 @@ class Checker:
         request, reply = record.request, record.result
         prior, sections, budget = request["prior_sections"], reply["sections"], request["token_budget"]
         own = own_sections(record, self.compactor, self.manifest.name)
-        written = sections if self.compactor else own
         if not self.compactor:
             if prior:
                 self.check_placement(prior, sections, where)
@@ -277,11 +282,16 @@ class Checker:
                          where)
             self.check_history_rewrite(request, reply, where)
             self.note_reduction(record, prior, sections, budget)
-        if written:
-            self.add("P-SECTION-LABEL", all(s["label"] for s in written), "a section has no label", where)
-            self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in written),
+        # What it wrote. A compactor does not answer for the label and stability of a section it passes on or
+        # rewrites under the owner, label and stability it was sent: a kernel may keep another provider's
+        # unlabelled section (R-MISSING-LABEL), and those fields are the owner's.
+        named = [s for s in own if not (self.compactor and _kept_identity(s, prior))]
+        if named:
+            self.add("P-SECTION-LABEL", all(s["label"] for s in named), "a section has no label", where)
+            self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in named),
                      "a section has no stability", where)
-            self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in written),
+        if own:
+            self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in own),
                      "a section holds a non-text block", where)
         self.check_tokens(own, record, where)
         self.check_truncated(own, record, where)
@@ -290,7 +300,7 @@ class Checker:
         """R-TRUNCATED-UNIT on every reply of a file reader that read its fixture (what it returns comes
         from that file, so the flag can be judged against it)."""
         if own and not self.compactor and self.manifest.reads_files and record.source_text is not None:
-            problems = _truncation_problems(own, record.source_text)
+            problems = _truncation_problems(own, record.source_text, record.other_texts)
             self.add("P-TRUNCATED-FLAG", not problems, "; ".join(problems), where)
 
     def check_placement(self, prior: list[dict], sections: list[dict], where: str) -> None:
@@ -358,21 +368,28 @@ def one_scenario(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.passed or not (f.requirement == "C-SUMMARIZE" and f.where.endswith(SUMMARY_WHERE))]
 
 
-def _truncation_problems(own: list[dict], source: str | None) -> list[str]:
+def _truncation_problems(own: list[dict], source: str | None, others: list[str] = ()) -> list[str]:
     """R-TRUNCATED-UNIT, whitespace aside: sections that together hold the whole source say nothing
     was cut; a section that is one verbatim run of the source starting or ending inside a line says
     it was cut. Anything else may say either: whole lines (only the provider knows whether its unit is
     the file or a part), a selection of lines from several places, or words of its own (a summary).
     The source is taken as it was written and in each stripped form a provider may return
-    (R-TRUNCATED-UNIT: stripping authoring artifacts cuts nothing down)."""
-    forms = [[_flat(line) for line in form.splitlines() if line.strip()] for form in _stripped_forms(source or "")]
+    (R-TRUNCATED-UNIT: stripping authoring artifacts cuts nothing down). A section that is whole lines of
+    another fixture file (a JIT reader's narrower file) is one of the "anything else"."""
+    forms = _line_forms(source or "")
+    every_form = forms + [lines for other in others for lines in _line_forms(other)]
     texts = [_flat(" ".join(tokens.texts_of(s["content"]))) for s in own]
     if own and any(" ".join(texts) == " ".join(lines) for lines in forms):
         return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
                 + (" (its authoring artifacts stripped)" if " ".join(texts) != " ".join(forms[0]) else "")
                 for s in own if s["truncated"]]
     return [f"section {s['label']!r} is a piece of its source cut inside a line, but says truncated false"
-            for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, forms)]
+            for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, forms, every_form)]
+
+
+def _line_forms(text: str) -> list[list[str]]:
+    """The text's non-blank lines, whitespace flattened, in each of its stripped forms."""
+    return [[_flat(line) for line in form.splitlines() if line.strip()] for form in _stripped_forms(text)]
 
 
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(?:.*?\n)?\1[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -394,10 +411,11 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _cut_inside_a_line(text: str, forms: list[list[str]]) -> bool:
+def _cut_inside_a_line(text: str, forms: list[list[str]], whole_forms: list[list[str]]) -> bool:
     """Whether text, with any mark of a cut at its end taken off, is one verbatim run of the source (in one
-    of its forms) and, in none of them, a run that begins and ends at line boundaries."""
-    if not text or any(_whole_lines(text, lines) for lines in forms):
+    of its forms) and, in none of whole_forms (the source's and the other fixture files'), a run that begins
+    and ends at line boundaries."""
+    if not text or any(_whole_lines(text, lines) for lines in whole_forms):
         return False
     return any(piece and piece in " ".join(lines) for lines in forms for piece in (text, CUT_MARK.sub("", text)))
 
@@ -686,7 +704,8 @@ PROVIDER = Language({
                           ["the reply is a delta: none of the prior sections"]),
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] is not Placement.MOVED else
                               ["the prior sections are not an untouched prefix"]),
-    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"])),
+    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"],
+                                                                                 seen["record"].other_texts)),
     "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote

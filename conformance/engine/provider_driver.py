@@ -129,6 +129,7 @@ class StepRecord:
     failure: dict | None = None  # its error answer: {code, message, context_error}
     counts: list[CountRecord] = field(default_factory=list)
     source_text: str | None = None  # the source fixture as it stood at this step (a contribute step)
+    other_texts: list[str] = field(default_factory=list)  # the case's other fixture files then (a JIT reader's)
     unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
     counting_off: bool = False   # the vector had CountTokens fail during this step
     omitted: str = ""            # a configure step's required field left out of this call (missing_required)
@@ -246,6 +247,8 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
              case: ProviderCase, transcript: ProviderTranscript) -> None:
     step, workdir = record.step, transcript.workdir
     record.source_text = _source_text(case, transcript, read=step.kind == "contribute")
+    if step.kind == "contribute":
+        record.other_texts = _other_texts(case, transcript)
     record.counting_off = kernel.failing
     if step.kind in ("delete", "write", "spoil"):
         change_files(step, transcript)
@@ -291,6 +294,20 @@ def _source_text(case: ProviderCase, transcript: ProviderTranscript, read: bool)
         raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
                            f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
     return source.read_text(encoding="utf-8", errors="replace") if read and source.is_file() else None
+
+
+def _other_texts(case: ProviderCase, transcript: ProviderTranscript) -> list[str]:
+    """The case's fixture files other than the source, as they stand: what a reader that also loads files
+    near the ones touched (context/README.md#firing-cadence--jit-loading) may have read."""
+    written = [name for step in case.steps if step.kind == "write" for name in step.spec]
+    texts = []
+    for name in dict.fromkeys([*case.files, *written]):
+        if name == case.source or name in transcript.spoiled:
+            continue
+        path = _confined(transcript.workdir, name, "a fixture file")
+        if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return texts
 
 
 def change_files(step: Step, transcript: ProviderTranscript) -> None:

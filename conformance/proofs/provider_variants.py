@@ -380,3 +380,44 @@ class CompactorSummarizesUnderItsOwnName(Compactor):
         if summary is section:
             return section
         return {**summary, "provider": self.NAME, "label": f"{section['label']} (summary)"}
+
+
+# --- what the red team of issue 22 and the outside providers showed must be accepted ------------------------
+
+@variant("reports a default_token_budget that follows its configuration, so it changes after Configure",
+         "R-STATIC-CAPABILITIES")
+class BudgetFollowsConfigure(FileReader):
+    def configure(self, request, call):
+        reply = super().configure(request, call)
+        self.CAPABILITIES = {**FileReader.CAPABILITIES, "default_token_budget": 1500}
+        return reply
+
+
+@variant("replaces the sections of its own it is handed back, where they stand, by what it reads now",
+         "R-FIRING-STARTS-EMPTY")
+class ReplacesItsHandedSections(FileReader):
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"].get("prior_sections", []))
+        return {"sections": [s for s in reply["sections"][:n] if s["provider"] != self.NAME] + reply["sections"][n:]}
+
+
+@variant("labels its section with the file's first heading, and with the file's name when that heading is empty",
+         "context/data-types.md#labeling")
+class LabelsByHeading(FileReader):
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        heading = next((line for line in text.splitlines() if line.startswith("#")), "")
+        if section:
+            section["label"] = heading.lstrip("#").strip() or self.label
+        return section
+
+
+@variant("strips only the HTML comments that fill whole lines, and leaves comments inside a line in place",
+         "context/data-types.md#stripping-non-semantic-artifacts")
+class StripsCommentLinesOnly(FileReader):
+    COMMENT_LINES = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*$\n?", re.DOTALL | re.MULTILINE)
+    FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*?\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+    def strip(self, text):
+        return self.COMMENT_LINES.sub("", self.FRONT_MATTER.sub("", text, count=1))
