@@ -18,12 +18,14 @@ settings.register_profile("ci", max_examples=30, derandomize=True, deadline=None
 settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-from conformance import catalog as catalog_mod, paths, vectors as vectors_mod
+from conformance.data import vectors as vectors_mod
+from conformance.data import catalog as catalog_mod
+from conformance.data import paths
 from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.engine.connection import Connection
-from conformance.engine.funnel import run_cases
+from conformance.commands.funnel import run_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIMS = Path(__file__).resolve().parent / "shims"
@@ -71,7 +73,7 @@ MANIFESTS = ROOT / "conformance" / "reference" / "manifests"
 
 
 def certify_provider(factory, manifest_name: str, vectors, run_dir: Path, command: str | None = None):
-    from conformance import manifest as manifest_mod
+    from conformance.data import manifest as manifest_mod
     from conformance.bindings.base import PROVIDER_PROTOCOL
 
     manifest = manifest_mod.load(MANIFESTS / f"{manifest_name}.yaml")

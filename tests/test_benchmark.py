@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from conformance import paths
+from conformance.data import paths
 
 spec = importlib.util.spec_from_file_location("benchmark", paths.RUNNERS / "benchmark.py")
 benchmark = importlib.util.module_from_spec(spec)

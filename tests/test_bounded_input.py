@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.schemas import MAX_DEPTH, MAX_FILE_BYTES
+from conformance.data.schemas import MAX_DEPTH, MAX_FILE_BYTES
 from tests.conftest import ctxconf
 
 
@@ -49,8 +49,8 @@ def test_a_hostile_input_file_is_exit_2_at_once(role, hostile, tmp_path):
 
 def test_the_bundled_files_use_no_aliases_and_stay_shallow():
     """What the reader refuses, the suite's own files never needed (so the limits cost nothing)."""
-    from conformance import paths
-    from conformance.schemas import read_yaml
+    from conformance.data import paths
+    from conformance.data.schemas import read_yaml
     files = list(paths.VECTORS.rglob("*.yaml")) + list((paths.PACKAGE / "reference" / "manifests").glob("*.yaml"))
     assert len(files) > 20
     for path in files:
@@ -61,8 +61,8 @@ def test_a_request_figure_past_the_protos_range_is_refused_on_load(catalog, tmp_
     """The schema says integer; the proto says int32 or int64. A vector asking for more is exit 2 on load,
     not a crash in the middle of the run."""
     import yaml
-    from conformance import vectors
-    from conformance.schemas import InputError
+    from conformance.data import vectors
+    from conformance.data.schemas import InputError
     doc = {"id": "provider/x/y", "title": "t", "requirements": ["P-SOURCE-UNAVAILABLE"],
            "steps": [{"configure": {}}, {"contribute": {"model_target": {"context_window": 10**30}},
                                          "expect": {"P-SOURCE-UNAVAILABLE": {"own_sections": {"min": 1}}}}]}

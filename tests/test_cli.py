@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import yaml
 
-from conformance import schemas
+from conformance.data import schemas
 from tests.conftest import REFERENCE_SHIM, ctxconf
 
 

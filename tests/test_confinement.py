@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import cli, manifest as manifest_mod, paths, vectors as vectors_mod
+from conformance.data import vectors as vectors_mod
+from conformance.data import manifest as manifest_mod
+from conformance.data import paths
+from conformance.commands import cli
 from conformance.bindings.base import PROVIDER_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.engine import provider_run

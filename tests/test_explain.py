@@ -5,7 +5,8 @@ import shlex
 
 import yaml
 
-from conformance import explain, paths
+from conformance.data import paths
+from conformance.commands import explain
 from tests.conftest import ctxconf
 
 

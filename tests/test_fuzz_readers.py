@@ -9,10 +9,14 @@ import pytest
 import yaml
 from hypothesis import example, given, strategies as st
 
-from conformance import catalog as catalog_mod, certify, manifest, paths, vectors
+from conformance.data import vectors
+from conformance.data import manifest
+from conformance.data import catalog as catalog_mod
+from conformance.data import paths
+from conformance.commands import certify
 from conformance.bindings.base import HarnessError
 from conformance.bindings.jsonlines import JsonLinesProcess
-from conformance.schemas import InputError, read_yaml
+from conformance.data.schemas import InputError, read_yaml
 from conformance.wire import forms
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)

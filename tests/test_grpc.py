@@ -57,7 +57,7 @@ def test_dialing_a_running_kernel_harness(kernel_vectors, tmp_path):
 
 @pytest.mark.parametrize("name", ["filereader", "compactor"])
 def test_reference_providers_over_grpc(name, provider_vectors, tmp_path):
-    from conformance import manifest as manifest_mod
+    from conformance.data import manifest as manifest_mod
     manifest = manifest_mod.load(MANIFESTS / f"{name}.yaml")
     command = f"{SERVER} conformance.reference.{name}:create"
     with Connection(lambda: GrpcProviderBinding(tmp_path, 10.0, command=command)) as connection:
@@ -67,7 +67,7 @@ def test_reference_providers_over_grpc(name, provider_vectors, tmp_path):
 
 @pytest.mark.parametrize("name", ["filereader", "compactor"])
 def test_reference_providers_launched_as_go_plugins(name, provider_vectors, tmp_path):
-    from conformance import manifest as manifest_mod
+    from conformance.data import manifest as manifest_mod
     manifest = manifest_mod.load(MANIFESTS / f"{name}.yaml")
     command = f"{PLUGIN} conformance.reference.{name}:create"
     with Connection(lambda: GoPluginBinding(command, DEFAULT_COOKIE, tmp_path, 10.0)) as connection:
@@ -78,7 +78,7 @@ def test_reference_providers_launched_as_go_plugins(name, provider_vectors, tmp_
 
 
 def test_a_provider_built_only_from_wire_md_interoperates(provider_vectors, tmp_path):
-    from conformance import manifest as manifest_mod
+    from conformance.data import manifest as manifest_mod
     manifest = manifest_mod.load(INDEPENDENT / "manifest.yaml")
     command = f"{sys.executable} {INDEPENDENT / 'server.py'}"
     with Connection(lambda: GrpcProviderBinding(tmp_path, 20.0, command=command)) as connection:
@@ -97,7 +97,7 @@ def test_a_provider_built_only_from_wire_md_interoperates(provider_vectors, tmp_
     ("wrong-version", "app protocol version '7'"),
 ])
 def test_a_broken_plugin_gets_a_clear_error_in_time(mode, message, provider_vectors, tmp_path):
-    from conformance import manifest as manifest_mod
+    from conformance.data import manifest as manifest_mod
     manifest = manifest_mod.load(MANIFESTS / "filereader.yaml")
     command = f"{sys.executable} {ROOT / 'tests' / 'shims' / 'bad_plugin.py'} {mode}"
     started = time.monotonic()
@@ -109,7 +109,7 @@ def test_a_broken_plugin_gets_a_clear_error_in_time(mode, message, provider_vect
 
 
 def test_a_plugin_refuses_to_run_without_its_cookie(provider_vectors, tmp_path):
-    from conformance import manifest as manifest_mod
+    from conformance.data import manifest as manifest_mod
     manifest = manifest_mod.load(MANIFESTS / "filereader.yaml")
     command = f"{PLUGIN} conformance.reference.filereader:create"
     with Connection(lambda: GoPluginBinding(command, ("PLUGGABLEHARNESS_AGENT_PLUGIN", "wrong"), tmp_path, 5.0,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import paths
+from conformance.data import paths
 
 from tests.conftest import ROOT
 

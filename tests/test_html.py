@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conformance import catalog as catalog_mod
+from conformance.data import catalog as catalog_mod
 from conformance.engine.results import CaseResult, Finding
 from conformance.reports import html
 from conformance.reports.verdict import build
@@ -91,7 +91,7 @@ def test_a_browser_renders_the_report_without_console_errors_and_shows_the_failu
     assert re.search(r'id="verdict">no verdict<', dom)
     failure = dom.split('id="fail-K-BUDGET-REJECT"')[1].split('<div class="failure')[0]
     assert "K-BUDGET-REJECT" in failure and "kernel/budget/budget-covers-all-own-sections" in failure
-    assert f"reproduce: ctxconf replay conformance/data/vectors/kernel/budget/budget-covers-all-own-sections.yaml " \
+    assert f"reproduce: ctxconf replay vectors/kernel/budget/budget-covers-all-own-sections.yaml " \
            f"--python {MUTANT}" in failure
     assert browser.visible(failing_page, "fail-K-BUDGET-REJECT", tmp_path / "p2") == "visible"
     png = browser.screenshot(failing_page, browser.artifacts() / "html-report-failing-kernel.png", tmp_path / "p3")

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from conformance import catalog as catalog_mod
-from conformance.matrix import DEMO
+from conformance.data import catalog as catalog_mod
+from conformance.commands.matrix import DEMO
 from conformance.reports import matrix_report
 from tests.conftest import ctxconf
 

@@ -1,7 +1,7 @@
 """The mutation analysis' machinery, on one mutant, end to end: built by
 cosmic-ray, imported in place of the reference by the child, certified by
 ctxconf, classified, and written into both reports. The full analysis
-(python -m conformance.proofs.mutation) is for maintainers, not CI."""
+(python -m conformance.commands.mutation) is for maintainers, not CI."""
 
 import json
 
@@ -11,7 +11,7 @@ pytest.importorskip("cosmic_ray")
 
 from cosmic_ray.mutating import mutate_code
 
-from conformance.proofs import mutation
+from conformance.commands import mutation
 
 # filereader.py: `return {"sections": prior + own}` emptied to `return None`; the golden vectors kill it.
 SAMPLE = "filereader.py:60:EmptyReturn#0"

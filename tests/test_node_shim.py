@@ -1,4 +1,4 @@
-"""The JavaScript kernel shim (conformance/runners/node/kernel_shim.js) is certified over stdio, and
+"""The JavaScript kernel shim (runners/node/kernel_shim.js) is certified over stdio, and
 --trace holds every message of every case it ran."""
 
 import collections
@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conformance import paths
+from conformance.data import paths
 from tests.conftest import ctxconf
 
 NODE = shutil.which("node")

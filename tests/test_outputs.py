@@ -45,7 +45,7 @@ def test_a_baselined_failure_is_xfail_in_every_output(tmp_path):
 
 
 def test_a_case_errored_beside_a_baselined_failure_stays_an_error():
-    from conformance import catalog as catalog_mod
+    from conformance.data import catalog as catalog_mod
     from conformance.engine.results import CaseResult, Finding
     from conformance.reports import junit
     from conformance.reports.verdict import build
@@ -65,7 +65,7 @@ def test_a_misspelt_requirement_id_is_refused_when_the_check_makes_its_finding()
 
 
 def test_a_failure_citing_no_requirement_of_the_role_is_never_conformant():
-    from conformance import catalog as catalog_mod
+    from conformance.data import catalog as catalog_mod
     from conformance.engine.results import CaseResult, Finding
     from conformance.reports.verdict import NOT_CONFORMANT, build
 
@@ -115,7 +115,7 @@ def test_a_failure_names_anchor_and_rulings_and_its_rerun_command_reproduces_it(
 
 
 def test_summaries_are_whole_and_the_files_written_are_listed(tmp_path):
-    from conformance import catalog as catalog_mod
+    from conformance.data import catalog as catalog_mod
 
     run, *_ = _outputs(tmp_path, "kernel", "--python", MUTANT, "--no-properties")
     summary = catalog_mod.load().requirements["K-BUDGET-REJECT"].summary
@@ -197,7 +197,7 @@ def test_the_provider_reference_rerun_names_its_manifest(tmp_path):
 
 
 def test_a_replay_accepts_a_baseline_that_names_other_cases(tmp_path):
-    from conformance import paths
+    from conformance.data import paths
     baseline = tmp_path / "baseline.yaml"
     baseline.write_text(yaml.safe_dump([{"requirement": "KC-STABILITY-ORDER-WARN",
                                          "case": "kernel/config/dynamic-before-static-warned-not-reordered"}]))

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import yaml
 
-from conformance import paths
+from conformance.data import paths
 from tests.conftest import ROOT
+
+PUBLIC = ("schemas", "vectors", "runners", "examples")  # top-level in a checkout, conformance/shipped/ in a wheel
 
 
 def _run(args: list, cwd: Path) -> subprocess.CompletedProcess:
@@ -36,9 +38,10 @@ def _build_wheel(tmp_path: Path) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source)
-    shutil.copytree(paths.PACKAGE, source / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
-    # This venv's setuptools when it has one: then the build needs no package index.
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    for folder in ("conformance", *PUBLIC):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    # This venv's hatchling when it has one (the dev extra): then the build needs no package index.
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", tmp_path / "dist", source],
          tmp_path)
     [wheel] = (tmp_path / "dist").glob("ctxconf-*.whl")
@@ -67,11 +70,14 @@ def test_the_built_wheel_certifies_the_references_outside_the_checkout(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
-    installed = Path(_run([python, "-c", "from conformance import paths; print(paths.PACKAGE)"], elsewhere)
+    installed = Path(_run([python, "-c", "from conformance.data import paths; print(paths.PACKAGE)"], elsewhere)
                      .stdout.strip())
     assert venv in installed.parents and ROOT not in installed.parents, installed
-    for folder in ("data", "runners", "reports/templates"):
+    for folder in PUBLIC:  # the checkout's top-level folders, inside the installed package
+        assert _files(installed / "shipped" / folder) == _files(ROOT / folder), f"{folder}/ does not ship whole"
+    for folder in ("reports/templates", "reference/manifests"):
         assert _files(installed / folder) == _files(paths.PACKAGE / folder), f"{folder}/ does not ship whole"
+    assert (installed / "requirements.yaml").is_file() and (installed / "rulings.yaml").is_file()
 
     ctxconf = venv / "bin" / "ctxconf"
     _run([ctxconf, "requirements"], elsewhere)
@@ -98,9 +104,9 @@ def _the_dispute_commands_work_from_the_wheel(ctxconf: Path, installed: Path, el
     assert diff.returncode == 1 and "K-BUDGET-REJECT" in diff.stdout and "pass -> fail" in diff.stdout, diff
     # The shipped demo's conforming entries, beside it so that its relative paths hold: its failing entries
     # would add only their counterexamples' shrinking (tests/test_matrix.py runs the whole demo).
-    demo = yaml.safe_load((installed / "data" / "matrix" / "demo.yaml").read_text())
+    demo = yaml.safe_load((installed / "shipped" / "examples" / "matrix.yaml").read_text())
     demo["implementations"] = [entry for entry in demo["implementations"] if entry["expect"] == "conformant"]
-    conforming = installed / "data" / "matrix" / "conforming.yaml"
+    conforming = installed / "shipped" / "examples" / "conforming.yaml"
     conforming.write_text(yaml.safe_dump(demo))
     _run([ctxconf, "matrix", conforming], elsewhere)  # exit 0: every entry got the verdict it expects
     for name in ("ctxconf-matrix.html", "ctxconf-matrix.md", "ctxconf-matrix.json"):

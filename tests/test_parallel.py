@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conformance import vectors as vectors_mod
+from conformance.data import vectors as vectors_mod
 from tests.conftest import REFERENCE_SHIM, SHIM, ctxconf
 
 MUTANT = f"{SHIM} conformance.proofs.kernel_mutants:AlphabeticalOrder"  # fails some vectors, passes the rest

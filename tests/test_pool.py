@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from conformance import pool
+from conformance.commands import pool
 
 
 class Squares:

@@ -8,7 +8,9 @@ import sys
 import pytest
 from hypothesis import given
 
-from conformance import catalog as catalog_mod, schemas, vectors as vectors_mod
+from conformance.data import vectors as vectors_mod
+from conformance.data import catalog as catalog_mod
+from conformance.data import schemas
 from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.engine.connection import Connection

@@ -10,14 +10,15 @@ import re
 import pytest
 import yaml
 
-from conformance import paths, transcript
+from conformance.data import paths
+from conformance.commands import transcript
 from conformance.engine import kernel_checks
 from conformance.wire import errors
 from tests.conftest import ROOT
 
 DOCS = ROOT / "docs"
 ENGINE = paths.PACKAGE / "engine"
-SCHEMAS = paths.DATA / "schemas"
+SCHEMAS = paths.SCHEMAS
 
 
 # --- what the engine uses -------------------------------------------------------------------------
@@ -65,7 +66,7 @@ def _vector_values(role: str, key: str, field: str | None = None) -> set[str]:
         elif isinstance(value, list):
             for v in value:
                 walk(v)
-    for path in (paths.DATA / "vectors" / role).rglob("*.yaml"):
+    for path in (paths.VECTORS / role).rglob("*.yaml"):
         walk(yaml.safe_load(path.read_text(encoding="utf-8")))
     return found
 
@@ -176,6 +177,6 @@ def test_the_guide_transcript_is_what_a_run_exchanges_today(role):
     guide = transcript.GUIDES[role]
     committed = (ROOT / guide.doc).read_text(encoding="utf-8")
     fresh = transcript.splice(committed, transcript.render(guide, transcript.run(guide)), guide.doc)
-    assert fresh == committed, f"{guide.doc} is stale: run python -m conformance.transcript"
+    assert fresh == committed, f"{guide.doc} is stale: run python -m conformance.commands.transcript"
     assert "<run dir>" in fresh or role == "kernel"  # the run's temporary directory never leaks in
     assert "/tmp/ctxconf-" not in fresh

@@ -5,14 +5,14 @@ R-COUNT-WITHOUT-MODEL-REF); a compactor may not fail instead of fitting a chain 
 import pytest
 import yaml
 
-from conformance import vectors as vectors_mod
+from conformance.data import vectors as vectors_mod
 from conformance.bindings.base import CallFailed
-from conformance.engine import provider_driver
+from conformance.data import provider_cases
+from conformance.data.provider_cases import Step, case_models
 from conformance.engine.provider_checks import Checker, Counting
-from conformance.engine.provider_driver import (ProviderTranscript, Served, Step, StepRecord, SuiteKernel,
-                                                case_models)
+from conformance.engine.provider_driver import ProviderTranscript, Served, StepRecord, SuiteKernel
 from conformance.proofs import provider_mutants, provider_variants
-from conformance.schemas import InputError
+from conformance.data.schemas import InputError
 from conformance.wire import tokens
 from tests.conftest import MANIFESTS, certify_provider
 
@@ -25,7 +25,7 @@ def _ask(kernel, content, model=None):
 
 
 def test_the_kernel_counts_for_the_model_named_and_falls_back_without_one():
-    kernel = SuiteKernel({**provider_driver.SUITE_MODELS, "target": "thirds"})
+    kernel = SuiteKernel({**provider_cases.SUITE_MODELS, "target": "thirds"})
     text = [{"text": {"text": "Café résumé naïve — 漢字"}}]
     words, thirds, plain = (_ask(kernel, text, m) for m in ("suite-model", "target", "suite-plain-model"))
     assert words == {"count": tokens.count_with("words", text)[0], "exact": True}
@@ -70,7 +70,7 @@ def _section(content, figure):
 
 @pytest.mark.parametrize("model, tokenizer", [("suite-model", "words"), ("other", "thirds"), ("plain", "none")])
 def test_a_figure_is_judged_by_what_the_provider_was_given(model, tokenizer):
-    models = {**provider_driver.SUITE_MODELS, "other": "thirds", "plain": "none"}
+    models = {**provider_cases.SUITE_MODELS, "other": "thirds", "plain": "none"}
     counting = Counting(ProviderTranscript(None, models=models, served=Served()))
     truth, fallback = tokens.count_with(tokenizer, TWO_BLOCKS)[0], tokens.fallback_count(TWO_BLOCKS)
     text = tokens.text_of(TWO_BLOCKS)
@@ -89,7 +89,7 @@ def test_a_figure_is_judged_by_what_the_provider_was_given(model, tokenizer):
 
 
 def test_another_models_count_is_named_as_such():
-    counting = Counting(ProviderTranscript(None, models={**provider_driver.SUITE_MODELS, "t": "thirds"},
+    counting = Counting(ProviderTranscript(None, models={**provider_cases.SUITE_MODELS, "t": "thirds"},
                                            served=Served({("first partsecond part, longer than the first", "suite-model")})))
     problem = counting.figure_problem(_record({}, "t"), _section(TWO_BLOCKS, tokens.count_with("words", TWO_BLOCKS)[0]))
     assert "its count on model 'suite-model'" in problem
@@ -109,7 +109,7 @@ def test_the_counting_freedoms_pass(name, provider_vectors, tmp_path):
 
 
 def _compactor_checker(failure: dict, budget: int, counting_off: bool = False, prior_text: str = "x " * 80):
-    transcript = ProviderTranscript(None, {"compactor": True}, models=dict(provider_driver.SUITE_MODELS))
+    transcript = ProviderTranscript(None, {"compactor": True}, models=dict(provider_cases.SUITE_MODELS))
     checker = Checker(transcript, None)
     record = StepRecord(Step("contribute", {}, {}, 1), counting_off=counting_off)
     content = [{"text": {"text": prior_text}}]

@@ -9,8 +9,9 @@ import pytest
 
 from conformance.engine import provider_driver
 from conformance.engine.provider_checks import Checker
-from conformance.engine.provider_driver import ProviderTranscript, Step, StepRecord, change_files
-from conformance.manifest import load as load_manifest
+from conformance.data.provider_cases import ProviderCase, Step
+from conformance.engine.provider_driver import ProviderTranscript, StepRecord, change_files
+from conformance.data.manifest import load as load_manifest
 from conformance.proofs import provider_mutants
 from conformance.reference.filereader import FileReader
 from tests.conftest import MANIFESTS, certify_provider
@@ -85,7 +86,7 @@ def test_each_failure_mode_mutant_is_caught_on_its_vector(mutant, vector, provid
 def test_each_required_field_is_left_out_in_turn(tmp_path):
     manifest = load_manifest(MANIFESTS / "filereader.yaml")
     transcript = ProviderTranscript(tmp_path, FileReader.CAPABILITIES)
-    case = provider_driver.ProviderCase("provider/x/y", {"CONTEXT.md": "x"}, "CONTEXT.md", ())
+    case = ProviderCase("provider/x/y", {"CONTEXT.md": "x"}, "CONTEXT.md", ())
     step = Step("configure", {"missing_required": True}, {}, 0)
     records = provider_driver.step_records(step, transcript, manifest, case)
     assert [r.omitted for r in records] == ["root", "path"]

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import catalog as catalog_mod, manifest as manifest_mod, paths
+from conformance.data import manifest as manifest_mod
+from conformance.data import catalog as catalog_mod
+from conformance.data import paths
 from conformance.engine import provider_checks
 from conformance.engine.results import NOT_TESTED, PASS, SKIP
 from conformance.proofs import provider_mutants, provider_variants
 from conformance.reference.filereader import FileReader
 from conformance.reports.verdict import CONFORMANT, build
-from conformance.vectors import Vector
+from conformance.data.vectors import Vector
 from conformance.wire import tokens
 from conformance.wire.pb.pluggableharness.common.v1 import common_pb2
 from tests.conftest import MANIFESTS, certify_provider, failed_requirements
@@ -166,7 +168,8 @@ def test_the_truncated_mutants_are_still_caught(name, provider_vectors, tmp_path
 def test_a_figure_is_judged_only_where_it_was_given_or_is_wrong():
     """A right figure passes when the process was given it, in this firing or an earlier one; a right one it
     was never seen given gives no finding; a wrong one fails, asked for or not (R-KEPT-COUNTS)."""
-    from conformance.engine.provider_driver import ProviderTranscript, Served, Step, StepRecord, SUITE_MODELS
+    from conformance.data.provider_cases import SUITE_MODELS, Step
+    from conformance.engine.provider_driver import ProviderTranscript, Served, StepRecord
 
     content = [{"text": {"text": "Use tabs."}}]
     right = {"label": "S", "content": content, "tokens": tokens.count_with("words", content)[0]}
@@ -243,6 +246,6 @@ def test_a_generic_provider_with_a_bad_config_is_put_to_the_missing_source_case(
 # --- what an outsider reads: the schemas ------------------------------------------------------------
 
 def test_the_producer_category_is_the_wire_enum():
-    wire = json.loads((paths.DATA / "schemas" / "wire.json").read_text())["$defs"]
+    wire = json.loads((paths.SCHEMAS / "wire.json").read_text())["$defs"]
     assert wire["ProducerRef"]["properties"]["category"] == {"$ref": "#/$defs/Category"}
     assert wire["Category"]["enum"] == list(common_pb2.Category.keys())

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from conformance import catalog as catalog_mod
+from conformance.data import catalog as catalog_mod
 from tests.conftest import ROOT, ctxconf
 
 SPEC = ROOT.parent / "shared" / "spec" / "upstream"

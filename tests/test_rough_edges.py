@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from conformance import catalog as catalog_mod
+from conformance.data import catalog as catalog_mod
 from conformance.engine.results import ERROR, FAIL, CaseResult, Finding
 from conformance.reports.markdown import to_markdown
 from conformance.reports.verdict import Report, RequirementResult

@@ -4,7 +4,7 @@ text that rules the others out (issue 22)."""
 
 import pytest
 
-from conformance import catalog as catalog_mod
+from conformance.data import catalog as catalog_mod
 from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants, provider_variants
 from tests.test_requirements import SPEC
 

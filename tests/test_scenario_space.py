@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, find, given, settings
 from hypothesis.errors import NoSuchExample
 
-from conformance import selftest
+from conformance.commands import selftest
 from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.engine.connection import Connection
@@ -163,7 +163,7 @@ def test_provider_scenarios_show_each_shape():
 
 def test_the_fake_providers_reshape_prior_sections_as_scripted():
     from conformance.engine.fake_providers import _rework
-    from conformance.engine.shorthand import blocks
+    from conformance.data.shorthand import blocks
     section = lambda label, *texts: {"provider": "p", "label": label, "content": blocks([{"text": t} for t in texts]),
                                      "tokens": 9, "stability": "STABILITY_STATIC", "truncated": False}
     prior = [section("A", "hello", "world"), section("B", "x"), section("C", "abc")]

@@ -10,7 +10,10 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conformance import catalog as catalog_mod, paths, schemas, vectors as vectors_mod
+from conformance.data import vectors as vectors_mod
+from conformance.data import catalog as catalog_mod
+from conformance.data import schemas
+from conformance.data import paths
 from tests.conftest import REFERENCE_SHIM, SHIM, certify_provider, certify_python, certify_stdio
 
 SCHEMA_FILES = sorted(p.name for p in paths.SCHEMAS.glob("*.json"))

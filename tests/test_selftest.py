@@ -7,7 +7,8 @@ fail: a variant that is failed, or a mutant that strays, is a problem."""
 
 import pytest
 
-from conformance import catalog as catalog_mod, selftest
+from conformance.data import catalog as catalog_mod
+from conformance.commands import selftest
 from conformance.engine.results import CaseResult, Finding
 from conformance.proofs import kernel_mutants, kernel_variants, provider_variants
 from tests.conftest import ROOT, ctxconf
@@ -106,7 +107,7 @@ def test_every_variant_names_what_grants_its_freedom(catalog):
 
 def test_by_default_the_self_test_runs_a_process_per_core(monkeypatch):
     """One worker per core the process may use (not per core the machine has), unless --jobs says otherwise."""
-    from conformance import selftest
+    from conformance.commands import selftest
     seen = []
 
     class Pool:

@@ -6,18 +6,18 @@ import copy
 import pytest
 import yaml
 
-from conformance import vectors as vectors_mod
+from conformance.data import vectors as vectors_mod
 from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
-from conformance.engine import sweep
+from conformance.data import sweep
 from conformance.engine.connection import Connection
-from conformance.engine.funnel import run_cases
+from conformance.commands.funnel import run_cases
 from conformance.proofs import kernel_mutants, provider_mutants, provider_variants
 from conformance.reference import kernel
-from conformance.schemas import InputError
+from conformance.data.schemas import InputError
 from tests.conftest import MANIFESTS, ROOT, certify_provider, ctxconf
 
-VECTORS = ROOT / "conformance" / "data" / "vectors"
+VECTORS = ROOT / "vectors"
 ONE_OVER = VECTORS / "provider" / "compactor" / "one-token-over-budget.yaml"
 KERNEL_DOC = {
     "id": "kernel/budget/swept", "title": "A swept budget", "requirements": ["K-BUDGET-REJECT"],

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conformance import paths
+from conformance.data import paths
 from conformance.bindings import trace
 from tests.conftest import REFERENCE_SHIM, ROOT, ctxconf
 
@@ -61,7 +61,7 @@ def test_a_provider_run_and_a_replay_are_traced(tmp_path):
     case = "provider/tokens/figures-come-from-count-tokens"
     assert {r["direction"] for r in grouped[case]} == {trace.TO_IMPL, trace.FROM_IMPL}
     assert any(r["message"].get("call") == "CountTokens" for r in grouped[case])
-    vector = ROOT / "conformance/data/vectors/kernel/config/static-before-dynamic-quiet.yaml"
+    vector = ROOT / "vectors/kernel/config/static-before-dynamic-quiet.yaml"
     run = ctxconf("replay", str(vector), "--stdio", REFERENCE_SHIM, "--trace", str(tmp_path / "r.jsonl"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "kernel/config/static-before-dynamic-quiet" in by_case(rows(tmp_path / "r.jsonl"))

@@ -8,7 +8,7 @@ import ast
 import json
 import re
 
-from conformance import catalog as catalog_mod
+from conformance.data import catalog as catalog_mod
 from conformance.engine.provider_checks import Placement, placement
 from conformance.engine.results import Status
 from conformance.reports.verdict import Verdict
@@ -60,7 +60,7 @@ def test_the_schemas_admit_exactly_the_assertion_keys_the_evaluator_answers_to()
     from conformance.engine.expectations import KERNEL
     from conformance.engine.provider_checks import PROVIDER
     for role, language in (("kernel", KERNEL), ("provider", PROVIDER)):
-        schema = json.loads((ROOT / "conformance" / "data" / "schemas" / f"{role}-vector.json").read_text())
+        schema = json.loads((ROOT / "schemas" / f"{role}-vector.json").read_text())
         assert set(schema["$defs"]["Assertions"]["properties"]) == set(language.assertions), role
         assert schema["$defs"]["Assertions"]["additionalProperties"] is False
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import vectors
-from conformance.schemas import InputError
+from conformance.data import vectors
+from conformance.data.schemas import InputError
 
 GOOD = {
     "id": "kernel/area/case", "title": "A case", "requirements": ["K-TOKEN-BUDGET"],

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from conformance import catalog as catalog_mod, manifest as manifest_mod
+from conformance.data import manifest as manifest_mod
+from conformance.data import catalog as catalog_mod
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL
 from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.python import PythonBinding

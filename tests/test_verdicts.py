@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from conformance import catalog as catalog_mod
+from conformance.data import catalog as catalog_mod
 from conformance.engine.results import CaseResult, Finding
 from conformance.reference.provider_base import ReferenceProvider
 from conformance.reports import badge

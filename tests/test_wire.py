@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conformance import paths
+from conformance.data import paths
 from conformance.wire import forms, tokens
 
 

@@ -78,7 +78,7 @@ SCHEMA_OF = {KERNEL_PROTOCOL: "kernel-protocol.json", PROVIDER_PROTOCOL: "provid
 def checked_hello(hello, protocol: str) -> dict:
     """The hello result, or a HarnessError naming the first field the harness protocol requires and it lacks
     (the report names the implementation by what it says of itself)."""
-    from conformance import schemas  # jsonschema words the error; loaded on the first start
+    from conformance.data import schemas  # jsonschema words the error; loaded on the first start
     problems = schemas.problems(f"{SCHEMA_OF[protocol]}#/$defs/HelloResult", hello)
     if problems:
         field, message = problems[0]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from conformance.bindings import process_tree, trace
 from conformance.bindings.base import HarnessError, LaunchError
-from conformance.schemas import MAX_DEPTH, depth
+from conformance.data.schemas import MAX_DEPTH, depth
 
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "VIRTUAL_ENV",
                  "PYTHONPATH", "GOCACHE", "GOPATH")

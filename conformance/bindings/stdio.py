@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from conformance import schemas
+from conformance.data import schemas
 from conformance.bindings.base import (CallFailed, Hang, HarnessError, OnCallback, checked_hello, deadline_exceeded,
                                        no_callbacks)
 from conformance.bindings.jsonlines import JsonLinesProcess

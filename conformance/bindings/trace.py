@@ -75,7 +75,7 @@ class to_file:
     def __enter__(self) -> "to_file":
         global _active
         if self.path is not None:
-            from conformance.schemas import InputError
+            from conformance.data.schemas import InputError
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.stream = open(self.path, "w", encoding="utf-8")

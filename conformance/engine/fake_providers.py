@@ -8,7 +8,7 @@ import json
 import time
 
 from conformance.bindings.base import CallFailed, Crash, Hang
-from conformance.engine import shorthand
+from conformance.data import shorthand
 from conformance.engine.scenario import FakeProvider, KernelScenario, Turn
 from conformance.wire import forms, tokens
 

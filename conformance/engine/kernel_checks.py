@@ -587,6 +587,12 @@ class TurnCheck:
         if outcome.history is not None:
             self.history = outcome.history
             self.histories.append(outcome.history)
+        # Outcomes the chain and the reports cannot tell apart may differ in the history they leave (a refused
+        # reply, or one whose bad section alone was dropped and whose rewrite applied): a later compactor's
+        # request is what shows which was taken, so it may be shown either.
+        for other in reported or matching:
+            if other.history is not None and other.history not in self.histories:
+                self.histories.append(other.history)
 
     def ending_with(self, outcomes: list[Outcome]) -> list[Outcome]:
         """The outcomes whose effect on the history (a compactor's rewrite applied, or none) the turn ends with."""

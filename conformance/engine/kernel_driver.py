@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from conformance import schemas
+from conformance.data import schemas
 from conformance.bindings.base import Binding, CallFailed, Crash, Hang, HarnessError
 from conformance.engine.fake_providers import FakeProviders
 from conformance.engine.scenario import KernelScenario, Turn

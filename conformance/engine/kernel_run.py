@@ -6,12 +6,13 @@ from dataclasses import replace
 from typing import Callable, Iterable
 
 from conformance.bindings.base import Binding
-from conformance.engine import kernel_checks, sweep
+from conformance.engine import kernel_checks
+from conformance.data import sweep
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive
 from conformance.engine.results import CaseResult, split_harness, suite_defect
 from conformance.engine.scenario import KernelScenario, from_vector
-from conformance.vectors import Vector
+from conformance.data.vectors import Vector
 
 
 # What each feature a vector may need is, in the words of a verdict that names what was not exercised.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.engine import shorthand
+from conformance.data import shorthand
 from conformance.wire import tokens
 
 

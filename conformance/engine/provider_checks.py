@@ -8,9 +8,10 @@ from enum import Enum, auto
 
 from conformance.engine.expectations import Language, NotEvaluable
 from conformance.engine.matching import in_place, match
-from conformance.engine.provider_driver import DEFAULT_TOKENIZER, ProviderTranscript, StepRecord
+from conformance.data.provider_cases import DEFAULT_TOKENIZER
+from conformance.engine.provider_driver import ProviderTranscript, StepRecord
 from conformance.engine.results import Finding
-from conformance.manifest import Manifest
+from conformance.data.manifest import Manifest
 from conformance.wire import errors, tokens
 
 COVERS = frozenset({

@@ -17,99 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.bindings.base import Binding, CallFailed, HarnessError
-from conformance.engine import shorthand
+from conformance.data.manifest import Manifest, confined, real_path
+from conformance.data.provider_cases import SUITE_MODELS, ProviderCase, Step, contribute_request
+from conformance.data.schemas import MAX_FILE_BYTES
 from conformance.engine.kernel_driver import check_quiet
-from conformance.manifest import CASE_STAND_IN, DEFAULT_SOURCE, Manifest, confined, path_problem, real_path
-from conformance.schemas import MAX_FILE_BYTES, InputError
 from conformance.wire import forms, tokens
 
-SESSION_ID = "01JDCTXCONFPROVIDERSESSION1"
-DEFAULT_MODEL = {"id": "suite-model", "context_window": 200000, "effective_ceiling": 176000}
-# The models of the kernel the suite plays, by id, with the tokenizer each counts with (tokens.TOKENIZERS, or
-# none: the fallback formula, exact false). A step's model_target adds its own model (its `tokenizer`, words
-# unless it says otherwise); a model_ref naming any other id is NOT_FOUND.
-SUITE_MODELS = {"suite-model": "words", "suite-thirds-model": "thirds", "suite-plain-model": tokens.NO_TOKENIZER}
-DEFAULT_TOKENIZER = "words"
-DEFAULT_FILES = {DEFAULT_SOURCE: "# Project context\n\nThis repository uses tabs for indentation.\n\n"
-                                  "Run the tests with make test before every commit.\n"}
 RESULT_TYPES = {"get_capabilities": "GetCapabilitiesResponse", "contribute": "ContextContribution",
                 "describe": "DescribeResponse"}
-
-
-@dataclass(frozen=True)
-class Step:
-    kind: str
-    spec: dict
-    expect: dict
-    index: int
-
-
-@dataclass(frozen=True)
-class ProviderCase:
-    id: str
-    files: dict
-    source: str
-    steps: tuple[Step, ...]
-    applies_to: str = "any"
-    run: int = 0          # which sub-run of its vector (sweep.py): 0 as written, then one per swept value
-    models: dict = field(default_factory=lambda: dict(SUITE_MODELS))  # model id -> tokenizer (SUITE_MODELS)
-
-
-def check_vector(doc: dict, source: str) -> None:
-    """On load, what the schema cannot say, so that a bad vector is exit 2 before anything runs: its
-    paths, and its requests (a figure past the proto's integer ranges passes the schema)."""
-    _check_paths(doc, source)
-    case_models(doc, source)
-    for step in from_vector(doc).steps:
-        if step.kind == "contribute":
-            try:
-                contribute_request(step, 0, CASE_STAND_IN)
-            except forms.WireFormError as exc:
-                raise InputError(source, str(exc), f"steps[{step.index}].contribute") from None
-
-
-def _check_paths(doc: dict, source: str) -> None:
-    """Every path a provider vector names (fixtures, source, delete and write steps) stays inside the case
-    directory. files_touched is not among them: it is data sent to the provider, whose scope checks it must make."""
-    named = [(f"files.{name}", name) for name in doc.get("files") or {}]
-    named += [("source", doc["source"])] if "source" in doc else []
-    for i, step in enumerate(doc["steps"]):
-        named += [(f"steps[{i}].delete", step["delete"])] if "delete" in step else []
-        named += [(f"steps[{i}].write.{name}", name) for name in step.get("write") or {}]
-        named += [(f"steps[{i}].spoil.{name}", name) for name in step.get("spoil") or {}]
-    for where, name in named:
-        problem = path_problem(CASE_STAND_IN, name, follow_symlinks=False)
-        if problem is None and os.path.normpath(CASE_STAND_IN / name) == str(CASE_STAND_IN):
-            problem = f"{name!r} names the case directory itself, not a file in it"
-        if problem:
-            raise InputError(source, problem, where)
-
-
-def from_vector(doc: dict, run: int = 0, last_step: int | None = None) -> ProviderCase:
-    """The case a vector document describes; a sweep's sub-run `run` stops after `last_step`."""
-    files = doc.get("files") or DEFAULT_FILES
-    steps = []
-    for i, step in enumerate(doc["steps"][:None if last_step is None else last_step + 1]):
-        kind = next(k for k in step if k not in ("note", "expect", "sweep"))
-        steps.append(Step(kind, step[kind], step.get("expect", {}), i))
-    return ProviderCase(doc["id"], files, doc.get("source", next(iter(files))), tuple(steps),
-                        doc.get("applies_to", "any"), run, case_models(doc))
-
-
-def case_models(doc: dict, source: str = "the vector") -> dict[str, str]:
-    """The kernel's models for this case: SUITE_MODELS and every model_target a step names, id -> tokenizer.
-    One id given two tokenizers is the vector's error (exit 2)."""
-    models, named = dict(SUITE_MODELS), {}
-    for i, step in enumerate(doc["steps"]):
-        target = (step.get("contribute") or {}).get("model_target") or {}
-        model_id = target.get("id", DEFAULT_MODEL["id"])
-        known = named.get(model_id, SUITE_MODELS.get(model_id))
-        tokenizer = target.get("tokenizer", known or DEFAULT_TOKENIZER)
-        if known is not None and tokenizer != known:
-            raise InputError(source, f"model {model_id!r} counts with {known!r}, not {tokenizer!r}",
-                             f"steps[{i}].contribute.model_target.tokenizer")
-        named[model_id] = models[model_id] = tokenizer
-    return models
 
 
 @dataclass
@@ -376,39 +291,6 @@ def _unspoil(target: Path, field: str) -> None:
             target.unlink(missing_ok=True)
     except OSError as exc:
         raise HarnessError(f"{field}: cannot put {target.name!r} back: {exc.strerror}") from None
-
-
-SELF = "${self}"  # a prior section's provider that stands for the name the provider is declared under
-
-
-def contribute_request(step: Step, default_budget: int, workdir: Path, run: int = 0,
-                       models: dict[str, str] | None = None, own_name: str = "") -> dict:
-    """The ContextRequest of a contribute step. Each sub-run of a vector is a session of its own; the
-    figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target.
-    A prior section whose provider is ${self} carries the provider's own name: a kernel carrying the
-    chain across turns hands it its own earlier sections (R-FIRING-STARTS-EMPTY)."""
-    spec = step.spec
-    target = {**DEFAULT_MODEL, **spec.get("model_target", {})}
-    tokenizer = target.pop("tokenizer", (models or SUITE_MODELS).get(target["id"], DEFAULT_TOKENIZER))
-    count = lambda content: tokens.count_with(tokenizer, content)[0]  # noqa: E731
-    history = shorthand.messages(spec.get("conversation_history", []))
-    prior = [shorthand.section({**s, "provider": _owner(s, own_name)}, "", "STABILITY_STATIC", count)
-             for s in spec.get("prior_sections", [])]
-    return forms.normalize("ContextRequest", {
-        "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
-        "token_budget": spec.get("token_budget", default_budget),
-        "model_target": target,
-        "files_touched": spec.get("files_touched", []), "working_directory": str(workdir),
-        "prior_sections": prior, "conversation_history": history,
-        "history_tokens": spec.get("history_tokens", count(tokens.history_content(history))),
-        "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
-    })
-
-
-def _owner(spec: dict, own_name: str) -> str:
-    """Who a prior section in short form belongs to: its provider, ${self} standing for own_name."""
-    provider = spec.get("provider", "another-provider")
-    return (own_name or "the-provider-itself") if provider == SELF else provider
 
 
 def write_files(workdir: Path, files: dict[str, str], field: str) -> None:

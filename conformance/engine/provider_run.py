@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from conformance.bindings.base import Binding
-from conformance.engine import provider_checks, sweep
+from conformance.engine import provider_checks
+from conformance.data import sweep
 from conformance.engine.connection import Connection
-from conformance.engine.provider_driver import ProviderTranscript, case_directory, drive, emptied, from_vector
+from conformance.data.provider_cases import from_vector
+from conformance.engine.provider_driver import ProviderTranscript, case_directory, drive, emptied
 from conformance.engine.results import CaseResult, suite_defect
-from conformance.manifest import Manifest
-from conformance.vectors import Vector
+from conformance.data.manifest import Manifest
+from conformance.data.vectors import Vector
 
 
 def applies(applies_to: str, manifest: Manifest, capabilities: dict) -> tuple[str, str | None] | None:

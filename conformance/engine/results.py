@@ -40,7 +40,7 @@ class UnknownRequirement(ValueError):
 
 @lru_cache(maxsize=1)
 def _catalog_ids() -> frozenset[str]:
-    from conformance import catalog  # the catalog is data; loaded once, on the first finding
+    from conformance.data import catalog  # the catalog is data; loaded once, on the first finding
     return frozenset(catalog.load().requirements)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance.engine import shorthand
+from conformance.data import shorthand
 from conformance.wire import forms, tokens
 
 

@@ -28,10 +28,11 @@ from conformance.engine import kernel_checks, provider_checks
 from conformance.bindings.base import HarnessError
 from conformance.engine.connection import Connection
 from conformance.engine.kernel_driver import drive as drive_kernel
-from conformance.engine.provider_driver import case_directory, drive as drive_provider, from_vector as provider_case
+from conformance.data.provider_cases import from_vector as provider_case
+from conformance.engine.provider_driver import case_directory, drive as drive_provider
 from conformance.engine.results import CaseResult, Finding, split_harness, suite_defect
 from conformance.engine.scenario import from_vector as kernel_scenario
-from conformance.manifest import Manifest
+from conformance.data.manifest import Manifest
 from conformance.properties import (CASE_IDS, LARGE_SHARE, PROFILES,  # noqa: F401 (PROFILES: the runner's API too)
                                     TARGETED, space, strategies)
 

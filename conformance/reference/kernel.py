@@ -1,6 +1,6 @@
 """The reference kernel: the context-assemble loop as the spec and ctxconf's
 rulings describe it, reached through the python binding (and, through
-conformance/runners/python/stdio_shim.py, the stdio one).
+runners/python/stdio_shim.py, the stdio one).
 
 Every decision is a small method of its own, so that a mutant
 (conformance/proofs/kernel_mutants.py) can override one to break one

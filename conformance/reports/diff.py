@@ -14,7 +14,7 @@ from pathlib import Path
 
 from conformance.reports.markdown import cell
 from conformance.reports.verdict import Exit, implementation_name, plural
-from conformance.schemas import InputError, check, read_json
+from conformance.data.schemas import InputError, check, read_json
 
 MISSING = "absent"  # a requirement or case one report has and the other does not
 

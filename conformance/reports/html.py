@@ -15,8 +15,9 @@ from functools import lru_cache
 
 import jinja2
 
-from conformance import catalog as catalog_mod, paths
-from conformance.catalog import spec_url
+from conformance.data import catalog as catalog_mod
+from conformance.data import paths
+from conformance.data.catalog import spec_url
 from conformance.engine.results import ERROR, FAIL, NOT_TESTED, XFAIL
 from conformance.reports.verdict import Report, implementation_name, plural
 

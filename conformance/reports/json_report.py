@@ -1,4 +1,4 @@
-"""The JSON report (schema: conformance/data/schemas/report.json)."""
+"""The JSON report (schema: schemas/report.json)."""
 
 from __future__ import annotations
 

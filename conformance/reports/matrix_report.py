@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance import catalog as catalog_mod
-from conformance.catalog import spec_url
+from conformance.data import catalog as catalog_mod
+from conformance.data.catalog import spec_url
 from conformance.engine.results import Status
 from conformance.reports.html import environment
 from conformance.reports.markdown import cell

@@ -28,7 +28,7 @@ from enum import IntEnum
 from pathlib import Path
 
 from conformance import __version__
-from conformance.catalog import Catalog, Requirement
+from conformance.data.catalog import Catalog, Requirement
 from conformance.engine.results import ERROR, FAIL, NOT_TESTED, PASS, SKIP, XFAIL, CaseResult, Finding, Spelled, Status
 
 

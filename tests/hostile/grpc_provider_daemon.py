@@ -1,4 +1,4 @@
-"""The reference file reader served over plain gRPC (as conformance/runners/python/grpc_provider_server.py
+"""The reference file reader served over plain gRPC (as runners/python/grpc_provider_server.py
 serves it, for `ctxconf provider --grpc-cmd`), but: with ARG holding `daemon`, it first starts a daemon
 (double fork, setsid, environment cleared) that outlives it; with `linger`, it does not stop when its
 stdin closes (the suite then kills it, which is how a gRPC server may well end)."""
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance" / "runners" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "runners" / "python"))
 
 import grpc  # noqa: E402
 

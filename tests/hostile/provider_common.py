@@ -1,5 +1,5 @@
 """What the hostile provider shims share: the reference file reader behind
-ctxconf-provider/1 (as conformance/runners/python/stdio_shim.py serves it),
+ctxconf-provider/1 (as runners/python/stdio_shim.py serves it),
 with a hook where each one misbehaves.
 
 A shim runs as `python tests/hostile/provider_NAME.py [ARG...]`; as with the

@@ -1,0 +1,397 @@
+"""The self-test: the suite proves each of its checks can fail, and that none
+of them fails what the spec allows.
+
+Two matrices. The kill matrix: every mutant must be caught, failing at least
+one requirement it declares and none it does not (a stray requirement means
+its declaration or the suite's attribution is wrong, and the row says which
+requirement and why it was failed). The false-failure matrix: the reference
+implementations and every conforming variant, over python and stdio (and
+gRPC where the variant's freedom shows on the wire), must come out with no
+failure at all. It also names any testable requirement no mutant exercises.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from conformance.data import vectors as vectors_mod
+from conformance.data import manifest as manifest_mod
+from conformance.data import catalog as catalog_mod
+from conformance.data import paths
+from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL
+from conformance.bindings.grpc_kernel import GrpcKernelBinding
+from conformance.bindings.grpc_provider import GrpcProviderBinding
+from conformance.bindings.launch_plugins import LaunchingKernel
+from conformance.bindings.python import PythonBinding
+from conformance.bindings.stdio import StdioBinding
+from conformance.commands.certify import ROLES
+from conformance.commands.funnel import run_cases
+from conformance.engine import provider_checks
+from conformance.engine.connection import Connection
+from conformance.engine.results import CaseResult
+from conformance.properties.runner import PropertyRun
+from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants, provider_variants
+from conformance.reports.verdict import build
+from conformance.reference import compactor, filereader, kernel
+
+MANIFESTS = paths.PACKAGE / "reference" / "manifests"
+PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room
+OTHER_BINDING_EXAMPLES = 5    # over stdio and gRPC the python run's scenarios only need their transport proven
+CAUGHT_MUTANT_EXAMPLES = 5    # the vectors caught it; the properties only have to show they blame nothing else
+BINDINGS = ("python", "stdio", "grpc", "stdio+plugins")
+PLUGINS = "+plugins"          # the plugin-launching mode around a binding (bindings/launch_plugins.py)
+_RUNNERS = paths.RUNNERS / "python"
+_COMMANDS = {"stdio": _RUNNERS / "stdio_shim.py",
+             "grpc": {"kernel": _RUNNERS / "grpc_kernel_harness.py", "provider": _RUNNERS / "grpc_provider_server.py"}}
+
+
+@dataclass
+class Subject:
+    """One implementation the self-test certifies, over one binding."""
+    name: str
+    role: str                  # kernel | provider
+    factory: type
+    manifest: str = ""
+    breaks: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
+    property_only: bool = False
+    binding: str = "python"
+    freedom: str = ""          # a conforming variant: the freedom it takes, and what grants it
+    grants: str = ""
+    extra_args: str = ""       # appended to a launched runner's command line
+    vectors_under: str = ""    # only the vectors whose id starts with this, and no properties
+
+    @property
+    def mutant(self) -> bool:
+        return bool(self.breaks)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.role, self.name, self.binding
+
+    @property
+    def target(self) -> str:
+        return f"{self.factory.__module__}:{self.factory.__name__}"
+
+    def command(self) -> str:
+        runner = _COMMANDS[self.binding.removesuffix(PLUGINS)]
+        runner = runner[self.role] if isinstance(runner, dict) else runner
+        return f"{sys.executable} {runner} {self.target}{self.extra_args}"
+
+
+@dataclass
+class Outcome:
+    subject: Subject
+    by_vectors: set[str] = field(default_factory=set)
+    by_properties: set[str] = field(default_factory=set)
+    why: dict[str, str] = field(default_factory=dict)   # requirement -> the first failure reported for it
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    unexercised: list[str] = field(default_factory=list)  # MUSTs that applied and were never judged
+    killed_by: set[str] = field(default_factory=set)      # the vectors that failed it on what it breaks
+    cited: set[str] = field(default_factory=set)         # collateral its killing vectors say they test
+    stray: set[str] = field(default_factory=set)         # failures neither declared nor cited, case by case
+
+    @property
+    def caught(self) -> set[str]:
+        return self.by_vectors | self.by_properties
+
+    @property
+    def killed(self) -> bool:
+        """Every requirement it declares it breaks was reported failing: one of several is not a kill."""
+        return set(self.subject.breaks) <= self.caught
+
+    @property
+    def problem(self) -> str:
+        """What is wrong with this row of the matrix, or an empty string."""
+        s = self.subject
+        if self.errors:
+            return "errored: " + self.errors[0].splitlines()[0]
+        if not s.mutant and self.caught:
+            return "FALSE FAILURE of " + "; ".join(f"{r} ({self.why[r]})" for r in sorted(self.caught))
+        if not s.mutant:
+            # A conforming implementation must be certifiable: every MUST exercised, or named for a reason.
+            # (A run on part of the vectors, such as the plugin mode's, proves only what those vectors exercise.)
+            return f"INCOMPLETE: never exercised {', '.join(self.unexercised)}" \
+                if self.unexercised and not s.vectors_under else ""
+        if not self.killed:
+            missed = sorted(set(s.breaks) - self.caught)
+            return "SURVIVED" if len(missed) == len(s.breaks) else f"not caught on {', '.join(missed)}, which it declares"
+        if self.stray:
+            return ("failed requirements it does not declare (fix the declaration or the attribution): "
+                    + "; ".join(f"{r} ({self.why[r]})" for r in sorted(self.stray)))
+        if s.property_only and set(s.breaks) & self.by_vectors:
+            return "caught by the vectors, though declared property-only"
+        return ""
+
+
+def _conforming(name: str, role: str, cls, manifest: str = "", bindings=("python", "stdio")) -> list[Subject]:
+    return [Subject(name, role, cls, manifest, binding=b, freedom=getattr(cls, "freedom", ""),
+                    grants=getattr(cls, "grants", "")) for b in bindings]
+
+
+def subjects() -> list[Subject]:
+    found = _conforming("ReferenceKernel", "kernel", kernel.ReferenceKernel, bindings=BINDINGS)  # + plugins
+    found += _conforming("FileReader", "provider", filereader.FileReader, "filereader")
+    found += _conforming("Compactor", "provider", compactor.Compactor, "compactor")
+    for role, variants in (("kernel", kernel_variants.VARIANTS), ("provider", provider_variants.VARIANTS)):
+        for name, cls in variants.items():
+            if getattr(cls, "plugins", False):
+                found.append(Subject(name, role, cls, binding="python" + PLUGINS, vectors_under="kernel/plugins/",
+                                     freedom=cls.freedom, grants=cls.grants))
+                continue
+            found += _conforming(name, role, cls, getattr(cls, "manifest", ""),
+                                 ("python", "stdio", "grpc") if cls.grpc else ("python", "stdio"))
+    found += [Subject(n, "kernel", c, "", c.breaks, c.also, c.property_only) for n, c in kernel_mutants.MUTANTS.items()
+              if not c.launches_plugins]
+    found += [Subject(n, "kernel", c, "", c.breaks, c.also, binding="python" + PLUGINS, vectors_under="kernel/plugins/")
+              for n, c in kernel_mutants.MUTANTS.items() if c.launches_plugins]
+    found += [Subject(n, "provider", c, c.manifest, c.breaks, c.also, c.property_only)
+              for n, c in provider_mutants.MUTANTS.items()]
+    found.append(Subject("HarnessWithoutDeadline", "kernel", kernel.ReferenceKernel, breaks=("K-TIMEOUT",),
+                         binding="grpc", extra_args=" --no-deadline"))
+    return found
+
+
+def certify(subject: Subject, profile: str, seed: int | None, properties: bool = True) -> Outcome:
+    """The vectors, then the properties."""
+    started = time.perf_counter()
+    outcome = Outcome(subject)
+    with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
+            Connection(_opener(subject, Path(workdir))) as connection:
+        vectors = [v for v in _vectors(subject.role, subject.binding == "python")
+                   if v.id.startswith(subject.vectors_under)]
+        properties = properties and not subject.vectors_under
+        manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml") if subject.role == "provider" else None
+        cases = run_cases(subject.role, connection, vectors, None, Path(workdir), manifest)
+        if subject.role == "provider":
+            cases = provider_checks.judge_over_run(cases)
+        # How hard the properties must look depends on what the vectors already caught.
+        run = _property_run(subject, profile, seed, _failed(cases))
+        generated = run_cases(subject.role, connection, [], run, Path(workdir), manifest) if properties else []
+    outcome.by_vectors = _failed(cases)
+    outcome.by_properties = _failed(generated)
+    roles = ROLES[subject.role].binds
+    report = build(catalog_mod.load(), roles, subject.role, [*cases, *generated], subject.binding, {}, 0.0)
+    outcome.unexercised = [r.id for r in report.unexercised]
+    for case in [*cases, *generated]:
+        for finding in case.failures():
+            outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")
+    outcome.killed_by = {c.id for c in cases if {f.requirement for f in c.failures()} & set(subject.breaks)}
+    outcome.cited = cited_collateral(cases, subject.breaks)
+    outcome.stray = stray_failures(cases, generated, subject.breaks, subject.also)
+    outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, *generated] if c.error]
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _property_run(subject: Subject, profile: str, seed: int | None, caught_by_vectors: set[str]) -> PropertyRun:
+    """No shrinking: the self-test needs the verdict, not the smallest case."""
+    if subject.property_only:
+        examples = PROPERTY_ONLY_EXAMPLES
+    elif subject.mutant and set(subject.breaks) <= caught_by_vectors:
+        examples = CAUGHT_MUTANT_EXAMPLES
+    else:
+        examples = None if subject.binding == "python" else OTHER_BINDING_EXAMPLES
+    return PropertyRun(profile=profile, seed=seed, examples=examples, shrink=False)
+
+
+@functools.lru_cache(maxsize=None)
+def _vectors(role: str, swept: bool = True) -> tuple:
+    """Loaded once per worker process: every subject of a role runs the same vectors. Over a binding other
+    than python a sweep runs at the value written only: the python run judged every value of the same code,
+    and what the other binding adds is its transport (as OTHER_BINDING_EXAMPLES has it for the properties)."""
+    return tuple(replace(v, swept=swept) for v in vectors_mod.load_dir(role, catalog_mod.load()))
+
+
+def _opener(subject: Subject, workdir: Path):
+    if subject.binding.endswith(PLUGINS):
+        plain = _plain_opener(replace(subject, binding=subject.binding.removesuffix(PLUGINS)), workdir)
+        return lambda: LaunchingKernel(plain(), workdir, 10.0)
+    return _plain_opener(subject, workdir)
+
+
+def _plain_opener(subject: Subject, workdir: Path):
+    protocol = KERNEL_PROTOCOL if subject.role == "kernel" else PROVIDER_PROTOCOL
+    if subject.binding == "stdio":
+        return lambda: StdioBinding(subject.command(), protocol, f"{subject.role}-protocol.json", workdir, 10.0)
+    if subject.binding == "grpc" and subject.role == "kernel":
+        return lambda: GrpcKernelBinding(workdir, 5.0, command=subject.command())
+    if subject.binding == "grpc":
+        return lambda: GrpcProviderBinding(workdir, 10.0, command=subject.command())
+    return lambda: PythonBinding(subject.name, protocol, 10.0, factory=subject.factory)
+
+
+def cited_collateral(cases: list[CaseResult], breaks: tuple[str, ...]) -> set[str]:
+    """The collateral a mutant's `also` need not list, over all its vector cases (see _excused)."""
+    return set().union(*(_excused(case, breaks) for case in cases)) - set(breaks)
+
+
+def stray_failures(cases: list[CaseResult], generated: list[CaseResult], breaks: tuple[str, ...],
+                   also: tuple[str, ...]) -> set[str]:
+    """What a mutant failed that it neither declares nor may put down to its collateral, case by case."""
+    declared = {*breaks, *also}
+    return set().union(*(_failed([case]) - declared - _excused(case, breaks) for case in cases)) \
+        | (_failed(generated) - declared)
+
+
+def _excused(case: CaseResult, breaks: tuple[str, ...]) -> set[str]:
+    """A vector case's failures its vector cites, where the same case fails a requirement the mutant declares:
+    the vector's author said the case tests them all. They excuse only that case; a failure elsewhere, or in a
+    case that shows nothing the mutant breaks, or in a generated scenario, still needs declaring in `also`."""
+    failed = _failed([case])
+    return failed & set(case.requirements) if failed & set(breaks) else set()
+
+
+def _failed(cases: list[CaseResult]) -> set[str]:
+    return {f.requirement for c in cases for f in c.failures()}
+
+
+def _certify_by_key(key: tuple[str, str, str], profile: str, seed: int | None) -> Outcome:
+    subject = next(s for s in subjects() if s.key == key)
+    return certify(subject, profile, seed)
+
+
+def slowest_first(everyone: list[Subject]) -> list[Subject]:
+    """The order to start them in, so that parallel workers finish together."""
+    return sorted(everyone, key=lambda s: (s.binding == "stdio" + PLUGINS) * 8 + (s.binding == "grpc") * 4
+                  + s.property_only * 2 + (s.binding == "stdio"), reverse=True)
+
+
+def cores() -> int:
+    """The cores this process may run on: a container or taskset may allow fewer than the machine has."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, only: str = "",
+        where=lambda subject: True) -> list[Outcome]:
+    """Certify every subject (or those whose name contains `only`, and that `where` picks), the slowest first,
+    in `jobs` processes."""
+    everyone = [s for s in subjects() if only in s.name and where(s)]
+    keys = [s.key for s in slowest_first(everyone)]
+    workers = jobs or min(len(keys), cores())
+    if workers <= 1:
+        done = [_certify_by_key(k, profile, seed) for k in keys]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(_certify_by_key, keys, [profile] * len(keys), [seed] * len(keys)))
+    by_key = {o.subject.key: o for o in done}
+    return [by_key[s.key] for s in everyone]
+
+
+def idle_vectors(outcomes: list[Outcome], roles: tuple[str, ...] = ("kernel", "provider")) -> list[str]:
+    """Vectors that failed no mutant on what it breaks, and do not say why they need not (control)."""
+    killing = {v for o in outcomes for v in o.killed_by}
+    return [v.id for role in roles for v in _vectors(role)
+            if v.id not in killing and not v.doc.get("control")]
+
+
+def only_by_properties(outcomes: list[Outcome], roles: tuple[str, ...] = ("kernel", "provider")) -> list[str]:
+    """Testable MUSTs and MUST NOTs whose mutants no golden vector catches: the properties alone are
+    not enough evidence that the vectors can fail them."""
+    by_vectors = {r for o in outcomes for r in set(o.subject.breaks) & o.by_vectors}
+    binds = {b for role in roles for b in ROLES[role].binds}
+    return [r.id for r in catalog_mod.load().requirements.values()
+            if r.testable and r.blocking and r.binds in binds and r.id not in by_vectors]
+
+
+def unexercised(everyone: list[Subject]) -> list[str]:
+    """Testable MUST / MUST NOT / SHOULD requirements no mutant sets out to break."""
+    targeted = {r for s in everyone for r in s.breaks}
+    catalog = catalog_mod.load()
+    return [r.id for r in catalog.requirements.values() if r.testable and r.normative and r.id not in targeted]
+
+
+def render(outcomes: list[Outcome], seconds: float, verbose: bool = False, profile: str = "ci") -> str:
+    mutants = [o for o in outcomes if o.subject.mutant]
+    conforming = [o for o in outcomes if not o.subject.mutant]
+    rows: dict[tuple[str, str], dict[str, Outcome]] = {}
+    for o in conforming:
+        rows.setdefault((o.subject.role, o.subject.name), {})[o.subject.binding] = o
+    variants = sum(bool(next(iter(r.values())).subject.freedom) for r in rows.values())
+    lines = _kill_matrix(mutants) + [""] + _false_failure_matrix(rows) + [
+        "", f"{sum(o.killed and not o.problem for o in mutants)}/{len(mutants)} mutants killed on what they declare "
+            f"({sum(o.killed and o.subject.property_only for o in mutants)} only by the property tests); "
+            f"{sum(not o.problem for o in conforming)}/{len(conforming)} conforming runs clean "
+            f"({variants} variants, {len(rows) - variants} references); {seconds:.1f}s"]
+    gaps = unexercised(subjects())
+    if gaps:
+        lines.append("requirements no mutant exercises: " + ", ".join(gaps))
+    if mutants:
+        lines.append("vectors that kill no mutant (and are no control): " + (", ".join(idle_vectors(outcomes))
+                                                                             or "none"))
+        lines.append("MUSTs whose mutants only the property tests catch: " + (", ".join(only_by_properties(outcomes))
+                                                                              or "none"))
+    if verbose:
+        lines += ["", scenario_space(profile)]
+    return "\n".join(lines)
+
+
+def scenario_space(profile: str) -> str:
+    """The dimensions the property tests draw, with their ranges (properties/space.py, docs/scenario-space.md)."""
+    from conformance.properties import LARGE_SHARE
+    from conformance.properties.space import table
+    return (f"Scenario space: each scenario switches each dimension to its large range in 1 of "
+            f"{LARGE_SHARE[profile]} (profile {profile})\n\n" + table())
+
+
+def _kill_matrix(mutants: list[Outcome]) -> list[str]:
+    lines = ["Kill matrix: every mutant caught, on the requirements it declares", "",
+             f"{'mutant':<34} {'breaks':<34} {'vectors':<8} {'props':<6} verdict"]
+    for o in mutants:
+        s = o.subject
+        verdict = o.problem or "killed" + (" (property-only)" if s.property_only else "")
+        name = s.name + ("" if s.binding == "python" else f" [{s.binding}]")
+        lines.append(f"{name:<34} {', '.join(s.breaks)[:34]:<34} {_mark(s, o.by_vectors):<8} "
+                     f"{_mark(s, o.by_properties):<6} {verdict}")
+        extra = sorted(o.caught - set(s.breaks))
+        if extra:
+            lines.append(f"{'':<34}   also reported: {', '.join(extra)}")
+    return lines
+
+
+def _false_failure_matrix(rows: dict[tuple[str, str], dict[str, Outcome]]) -> list[str]:
+    lines = ["False-failure matrix: the references and every conforming variant pass over each binding", "",
+             f"{'implementation':<44} {'grants':<34} " + " ".join(f"{b:<{_width(b)}}" for b in BINDINGS)]
+    for (role, name), by_binding in rows.items():
+        subject = next(iter(by_binding.values())).subject
+        cells = ["-" if b not in by_binding else "FAIL" if by_binding[b].problem else "clean" for b in BINDINGS]
+        lines.append(f"{f'{name} ({role})':<44} {(subject.grants or '(reference)')[:34]:<34} "
+                     + " ".join(f"{c:<{_width(b)}}" for c, b in zip(cells, BINDINGS)))
+        if subject.freedom:
+            lines.append(f"{'':<44}   {subject.freedom}")
+        lines += [f"{'':<44}   {b}: {o.problem}" for b, o in by_binding.items() if o.problem]
+    return lines
+
+
+def _width(binding: str) -> int:
+    return max(len(binding), 8)
+
+
+def _mark(subject: Subject, caught: set[str]) -> str:
+    """Did this part of the suite catch the mutant?"""
+    return "yes" if set(subject.breaks) <= caught else "some" if set(subject.breaks) & caught else "-"
+
+
+def to_json(outcomes: list[Outcome], seconds: float) -> dict:
+    return {
+        "seconds": round(seconds, 2),
+        "subjects": [{"name": o.subject.name, "role": o.subject.role, "binding": o.subject.binding,
+                      "kind": "mutant" if o.subject.mutant else "variant" if o.subject.freedom else "reference",
+                      "breaks": list(o.subject.breaks), "also": list(o.subject.also),
+                      "cited_collateral": sorted(o.cited), "freedom": o.subject.freedom, "grants": o.subject.grants,
+                      "property_only": o.subject.property_only, "by_vectors": sorted(o.by_vectors),
+                      "by_properties": sorted(o.by_properties), "problem": o.problem, "errors": o.errors,
+                      "seconds": round(o.seconds, 2)}
+                     for o in outcomes],
+        "unexercised": unexercised(subjects()),
+        "idle_vectors": idle_vectors(outcomes),
+        "musts_only_by_properties": only_by_properties(outcomes),
+    }

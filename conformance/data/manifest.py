@@ -1,0 +1,120 @@
+"""Provider manifests: how the suite configures a provider against the fixture
+files it writes (docs/provider-protocol.md). Validated on load; a bad manifest is exit 2."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from conformance.data.schemas import InputError, check, read_yaml
+
+DEFAULT_SOURCE = "CONTEXT.md"
+MISSING_SOURCE = "missing-by-design.md"
+PLACEHOLDERS = ("${workdir}", "${source}")
+CASE_STAND_IN = Path("/ctxconf-case")  # the case directory, when a file is checked on load before any exists
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    kind: str
+    config: dict
+    bad_config: dict | None
+    path: str = ""
+
+    @property
+    def reads_files(self) -> bool:
+        return self.kind == "file-reader"
+
+    def configured(self, workdir: Path, source: str, bad: bool = False) -> dict:
+        """The config with ${workdir} and ${source} filled in; the bad one points at a missing file."""
+        _, template, table = self._template(workdir, source, bad)
+        return _substitute(template, table)
+
+    def paths(self, workdir: Path, source: str, bad: bool = False) -> list[tuple[str, str]]:
+        """(field, value) of each configured value built from a placeholder: a path, which must lead
+        inside the case directory."""
+        name, template, table = self._template(workdir, source, bad)
+        return [(field, _substitute(value, table)) for field, value in _placeholder_strings(template, name)]
+
+    def _template(self, workdir: Path, source: str, bad: bool) -> tuple[str, dict, dict[str, str]]:
+        name, template = "config", self.config
+        if bad and self.bad_config is not None:
+            name, template = "bad_config", self.bad_config
+        elif bad:
+            source = MISSING_SOURCE
+        return name, template, {"${workdir}": str(workdir), "${source}": source}
+
+
+def load(path: Path) -> Manifest:
+    doc = read_yaml(path)
+    check("manifest.json", doc, str(path))
+    manifest = Manifest(doc["name"], doc.get("kind", "generic"), doc["config"], doc.get("bad_config"), str(path))
+    # Only values that use a placeholder are taken for paths and confined: a manifest is its author's
+    # description of their own provider's config, whose other values (a model name, a threshold, an
+    # absolute path to a tool of theirs) the suite cannot tell apart from data and does not act on.
+    for bad in (False, True):
+        for field, value in manifest.paths(CASE_STAND_IN, DEFAULT_SOURCE, bad):
+            problem = path_problem(CASE_STAND_IN, value, follow_symlinks=False)
+            if problem:
+                raise InputError(str(path), problem, field)
+    return manifest
+
+
+@functools.lru_cache(maxsize=256)
+def real_path(base: Path) -> Path:
+    """base with its symlinks resolved, as it was first asked for: a case directory replaced by a symlink
+    later still counts as where it was, so nothing reached through the new link is inside it."""
+    return base.resolve()
+
+
+def path_problem(base: Path, name: str, follow_symlinks: bool = True) -> str | None:
+    """Why base/name does not lead inside base (base itself counts as inside), or None. By its text
+    first: `..` and absolute paths (a provider may clean a path lexically, as Go's filepath.Clean does);
+    then, with follow_symlinks, as the system resolves it, which symlinks in base can redirect."""
+    return confined(base, name, follow_symlinks)[1]
+
+
+def confined(base: Path, name: str, follow_symlinks: bool = True) -> tuple[Path | None, str | None]:
+    """base/name (resolved with follow_symlinks, else cleaned by its text) and path_problem's answer."""
+    if "\0" in name:
+        return None, "a path cannot hold a NUL character"
+    lexical = Path(os.path.normpath(base / name))
+    if not lexical.is_relative_to(base):
+        return None, f"{name!r} leads outside the case directory"
+    if not follow_symlinks:
+        return lexical, None
+    try:
+        resolved = (base / name).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        return None, f"{name!r} cannot be resolved: {exc}"
+    if not resolved.is_relative_to(real_path(base)):
+        return None, f"{name!r} leads outside the case directory through a symlink, to {resolved}"
+    return resolved, None
+
+
+def _placeholder_strings(value, field: str) -> Iterator[tuple[str, str]]:
+    """(field path, string) of every string in `value` that uses a placeholder."""
+    if isinstance(value, str) and any(p in value for p in PLACEHOLDERS):
+        yield field, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _placeholder_strings(item, f"{field}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _placeholder_strings(item, f"{field}[{i}]")
+
+
+def _substitute(value, table: dict[str, str]):
+    if isinstance(value, str):
+        for placeholder, text in table.items():
+            value = value.replace(placeholder, text)
+        return value
+    if isinstance(value, dict):
+        return {k: _substitute(v, table) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, table) for v in value]
+    return value
