@@ -44,16 +44,19 @@ def static_changes(first: dict, now: dict) -> list[str]:
             if first.get(key) != now.get(key)]
 
 
-def undeclared_keys(schema: dict, config: dict) -> list[str]:
-    """The config keys that name no attribute of the ConfigSchema."""
-    declared = {a.get("name") for a in schema.get("attributes", [])}
-    return [key for key in config if key not in declared]
+def schema_gaps(schema: dict, config: dict) -> list[str]:
+    """The config keys that name no attribute of the ConfigSchema with a type, and any attribute of it
+    without a name or a type: a kernel decodes the config by the schema's names and types."""
+    attributes = schema.get("attributes", [])
+    typed = {a.get("name") for a in attributes if a.get("type", "ATTR_TYPE_UNSPECIFIED") != "ATTR_TYPE_UNSPECIFIED"}
+    untyped = [f"a type for {a.get('name')!r}" for a in attributes if a.get("name") and a.get("name") not in typed]
+    return [key for key in config if key not in typed and key not in {a.get("name") for a in attributes}] + \
+        untyped + (["a name for one of its attributes"] if any(not a.get("name") for a in attributes) else [])
 
 
-def _kept_identity(section: dict, prior: list[dict]) -> bool:
-    """Whether a prior section has this section's provider, label and stability."""
-    identity = lambda s: (s["provider"], s["label"], s["stability"])  # noqa: E731
-    return identity(section) in {identity(p) for p in prior}
+def _kept(section: dict, prior: list[dict], field: str) -> bool:
+    """Whether a prior section of the same provider has this section's value of field."""
+    return (section["provider"], section[field]) in {(p["provider"], p[field]) for p in prior}
 
 
 def own_sections(record: StepRecord, compactor: bool = False, name: str = "") -> list[dict]:
@@ -236,16 +239,16 @@ class Checker:
                  f"default_token_budget is {budget}; it must be a positive number (R-DEFAULT-BUDGET-POSITIVE)", where)
         self.add("P-CAP-STABILITY", caps.get("stability") in STABILITIES,
                  f"stability is {caps.get('stability')}", where)
-        self.add("P-CAP-CONFIG-SCHEMA", "config_schema" in caps and not self.undeclared(caps),
+        self.add("P-CAP-CONFIG-SCHEMA", "config_schema" in caps and not self.schema_gaps(caps),
                  f"the capabilities carry no config_schema" if "config_schema" not in caps else
-                 f"its config_schema declares no {self.undeclared(caps)}, which the manifest's config sets "
-                 "(a kernel decodes the config through the schema, so Configure would never see them)", where)
+                 f"its config_schema lacks {self.schema_gaps(caps)}: a kernel decodes the manifest's config "
+                 "through the schema's names and types, so Configure would never see those fields", where)
         changed = static_changes(self.capabilities, caps)
         self.add("P-CAP-STATIC-PROPERTIES", not changed, "; ".join(changed), where)
 
-    def undeclared(self, caps: dict) -> list[str]:
+    def schema_gaps(self, caps: dict) -> list[str]:
         """The keys of the manifest's config the capabilities' config_schema does not declare."""
-        return undeclared_keys(caps.get("config_schema") or {}, self.manifest.config)
+        return schema_gaps(caps.get("config_schema") or {}, self.manifest.config)
 
     def check_describe(self, record: StepRecord, where: str) -> None:
         """Every field of the ProducerRef the spec names (context/protocol.md#describe) is reported: the
@@ -283,19 +286,23 @@ class Checker:
                          where)
             self.check_history_rewrite(request, reply, where)
             self.note_reduction(record, prior, sections, budget)
-        # What it wrote. A compactor does not answer for the label and stability of a section it passes on or
-        # rewrites under the owner, label and stability it was sent: a kernel may keep another provider's
-        # unlabelled section (R-MISSING-LABEL), and those fields are the owner's.
-        named = [s for s in own if not (self.compactor and _kept_identity(s, prior))]
-        if named:
-            self.add("P-SECTION-LABEL", all(s["label"] for s in named), "a section has no label", where)
-            self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in named),
+        # What it wrote this firing. A section it hands back exactly as it was sent (its own from an earlier
+        # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given. A compactor
+        # does not answer for a label or stability it kept from the section it rewrote either: those are the
+        # owner's, and a kernel may keep another provider's unlabelled section (R-MISSING-LABEL).
+        fresh = [s for s in own if s not in prior]
+        labelled = [s for s in fresh if not (self.compactor and _kept(s, prior, "label"))]
+        stable = [s for s in fresh if not (self.compactor and _kept(s, prior, "stability"))]
+        if labelled:
+            self.add("P-SECTION-LABEL", all(s["label"] for s in labelled), "a section has no label", where)
+        if stable:
+            self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in stable),
                      "a section has no stability", where)
         if own:
             self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in own),
                      "a section holds a non-text block", where)
-        self.check_tokens(own, record, where)
-        self.check_truncated(own, record, where)
+        self.check_tokens(fresh, record, where)
+        self.check_truncated(fresh, record, where)
 
     def check_truncated(self, own: list[dict], record: StepRecord, where: str) -> None:
         """R-TRUNCATED-UNIT on every reply of a file reader that read its fixture (what it returns comes
@@ -684,7 +691,7 @@ PROVIDER = Language({
                                            lambda caps: f"default_token_budget {caps.get('default_token_budget', 0)}"),
     "stability_declared": _capability(lambda caps, checker: caps.get("stability") in STABILITIES,
                                       lambda caps: f"stability {caps.get('stability')}"),
-    "config_schema_declared": _capability(lambda caps, checker: "config_schema" in caps and not checker.undeclared(caps),
+    "config_schema_declared": _capability(lambda caps, checker: "config_schema" in caps and not checker.schema_gaps(caps),
                                           lambda caps: "no config_schema, or one that leaves out keys the manifest's "
                                                        "config sets"),
     "producer": _reply(lambda want, seen, checker: [f"producer: {p}" for p in match(want, seen.get("producer") or {})]),

@@ -421,3 +421,28 @@ class StripsCommentLinesOnly(FileReader):
 
     def strip(self, text):
         return self.COMMENT_LINES.sub("", self.FRONT_MATTER.sub("", text, count=1))
+
+
+@variant("selects whole paragraphs in order, each heading kept with the paragraph after it, and fails as "
+         "budget_exceeded when not one fits", "R-SELF-REDUCE-CONTRIBUTES")
+class HeadingStaysWithItsParagraph(FileReader):
+    def own_sections(self, text, budget, count):
+        units = self.units(paragraphs(text))
+        kept = longest_fitting(len(units), lambda k: count(text_block("\n\n".join(units[:k]))) <= budget)
+        if not units:
+            return []
+        if not kept:
+            raise context_failure("budget_exceeded", f"not even its first paragraph fits in {budget} tokens")
+        chosen = "\n\n".join(units[:kept])
+        return [self.section(self.label, chosen, count(text_block(chosen)), kept < len(units))]
+
+    @staticmethod
+    def units(pieces: list[str]) -> list[str]:
+        """The paragraphs, a heading-only one joined to the one after it."""
+        units: list[str] = []
+        for piece in pieces:
+            if units and units[-1].startswith("#") and "\n" not in units[-1]:  # a heading alone
+                units[-1] += "\n\n" + piece
+            else:
+                units.append(piece)
+        return units
