@@ -27,6 +27,8 @@ STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
 # The capabilities the spec fixes for the plugin's life (context/protocol.md#getcapabilities); the others
 # (default_token_budget, config_schema) may change, after a Configure for instance.
 STATIC_CAPABILITIES = ("stability", "compactor")
+ATTRIBUTE_TYPES = frozenset({"ATTR_TYPE_STRING", "ATTR_TYPE_NUMBER", "ATTR_TYPE_BOOL", "ATTR_TYPE_LIST_STRING",
+                             "ATTR_TYPE_LIST_NUMBER", "ATTR_TYPE_MAP_STRING", "ATTR_TYPE_OBJECT"})  # config.v1.AttrType
 CUT_MARK = re.compile(r"\s*(…|\.\.\.|\[\.\.\.\])$")  # what a provider may put where it cut its text
 
 
@@ -48,7 +50,7 @@ def schema_gaps(schema: dict, config: dict) -> list[str]:
     """The config keys that name no attribute of the ConfigSchema with a type, and any attribute of it
     without a name or a type: a kernel decodes the config by the schema's names and types."""
     attributes = schema.get("attributes", [])
-    typed = {a.get("name") for a in attributes if a.get("type", "ATTR_TYPE_UNSPECIFIED") != "ATTR_TYPE_UNSPECIFIED"}
+    typed = {a.get("name") for a in attributes if a.get("type") in ATTRIBUTE_TYPES}
     untyped = [f"a type for {a.get('name')!r}" for a in attributes if a.get("name") and a.get("name") not in typed]
     return [key for key in config if key not in typed and key not in {a.get("name") for a in attributes}] + \
         untyped + (["a name for one of its attributes"] if any(not a.get("name") for a in attributes) else [])
@@ -149,8 +151,10 @@ def _handed_its_own(prior: list[dict], name: str) -> bool:
 def placement(prior: list[dict], sections: list[dict], name: str = "") -> Placement:
     if sections[:len(prior)] == prior or (_handed_its_own(prior, name) and in_place(name, prior, sections)):
         return Placement.PREFIX
+    # A delta leaves out every section of other providers; its own handed-back ones it may drop (R-PLACEMENT).
     keys = {(s["provider"], s["label"]) for s in sections}
-    return Placement.DELTA if not any((p["provider"], p["label"]) in keys for p in prior) else Placement.MOVED
+    foreign = [p for p in prior if p["provider"] != name] or prior
+    return Placement.DELTA if not any((p["provider"], p["label"]) in keys for p in foreign) else Placement.MOVED
 
 
 class Checker:
@@ -280,6 +284,7 @@ class Checker:
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
         else:
+            self.check_compactor_names(prior, own, where)
             if sections:
                 total = self.counting.total(record, sections)
                 self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}",
@@ -303,6 +308,15 @@ class Checker:
                      "a section holds a non-text block", where)
         self.check_tokens(fresh, record, where)
         self.check_truncated(fresh, record, where)
+
+    def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
+        """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):
+        each it wrote carries its declared name or the name of a provider whose sections it was sent."""
+        names = {self.manifest.name} | {p["provider"] for p in prior}
+        strangers = sorted({s["provider"] for s in written} - names)
+        if written:
+            self.add("P-SECTION-PROVIDER", not strangers, f"it wrote sections under {strangers}, neither its declared "
+                     f"name {self.manifest.name!r} nor that of a provider whose sections it was sent", where)
 
     def check_truncated(self, own: list[dict], record: StepRecord, where: str) -> None:
         """R-TRUNCATED-UNIT on every reply of a file reader that read its fixture (what it returns comes

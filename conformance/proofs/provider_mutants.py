@@ -867,3 +867,11 @@ class CompactorCountsHistoryWhenUnset(Compactor):
             except CallFailed:
                 pass
         return super().contribute({**request, "request": req}, call)
+
+
+@mutant("P-SECTION-PROVIDER")
+class CompactorMergesUnderAStrangeName(Compactor):
+    """Writes its merged section under a name of its own making, neither its declared one nor an owner's."""
+
+    def merged(self, prior, budget, count):
+        return [{**s, "provider": f"{self.NAME}/merged"} for s in super().merged(prior, budget, count)]
