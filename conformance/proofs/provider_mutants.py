@@ -16,7 +16,7 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph
+from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -875,3 +875,20 @@ class CompactorMergesUnderAStrangeName(Compactor):
 
     def merged(self, prior, budget, count):
         return [{**s, "provider": f"{self.NAME}/merged"} for s in super().merged(prior, budget, count)]
+
+
+@mutant("P-WITHIN-BUDGET")
+class NearbyFilesEachGetTheBudget(LoadsNearTouchedFiles):
+    """Fits each nearby file into the whole budget, as if the root section had used none of it."""
+
+    def room(self, budget, sections):
+        return budget
+
+
+@mutant("P-SECTION-PROVIDER")
+class NearbyFilesUnderTheirFolder(LoadsNearTouchedFiles):
+    """Names the sections of nearby files after their folder, not after the provider."""
+
+    def own_sections(self, text, budget, count):
+        return [s if s["label"] == self.label else {**s, "provider": f"{self.NAME}:{Path(s['label']).parent}"}
+                for s in super().own_sections(text, budget, count)]

@@ -446,3 +446,37 @@ class HeadingStaysWithItsParagraph(FileReader):
             else:
                 units.append(piece)
         return units
+
+
+@variant("also loads, for each file touched, the files named like its source in that file's folder and the folders "
+         "above it, as narrower sections after the root one, all within the one budget",
+         "context/README.md#firing-cadence--jit-loading")
+class LoadsNearTouchedFiles(FileReader):
+    def contribute(self, request, call):
+        self.touched = request["request"].get("files_touched") or []
+        return super().contribute(request, call)
+
+    def nearby(self) -> list[Path]:
+        """The files named like the source beside or above each touched file, below the root, nearest last."""
+        root, found = self.path.parent, []
+        for touched in self.touched:
+            folder = (root / touched).parent
+            while folder != root and folder.is_relative_to(root):
+                candidate = folder / self.path.name
+                if candidate.is_file() and candidate not in found:
+                    found.append(candidate)
+                folder = folder.parent
+        return found
+
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        for path in self.nearby():
+            section = self.own_section(self.strip(path.read_text(encoding="utf-8", errors="replace")),
+                                       self.room(budget, sections), count)
+            if section:
+                sections.append({**section, "label": str(path.relative_to(self.path.parent))})
+        return sections
+
+    def room(self, budget: int, sections: list[dict]) -> int:
+        """What the sections so far leave of the budget, which covers them all (R-BUDGET-PER-PROVIDER)."""
+        return budget - sum(s["tokens"] for s in sections)
