@@ -770,7 +770,7 @@ class LabelsFromFirstHeading(FileReader):
         return section
 
 
-@mutant("P-OWN-SECTIONS-ONLY")
+@mutant("P-OWN-SECTIONS-ONLY", also=["P-FULL-CHAIN"])  # where every foreign section carries its label
 class ReplacesByLabel(FileReader):
     """Takes any prior section labelled like its own for its earlier one, whoever wrote it, and drops it."""
 
