@@ -168,7 +168,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 class _Worker:
-    """A worker process's share of a parallel run (conformance/pool.py): its own connection, so its own
+    """A worker process's share of a parallel run (commands/pool.py): its own connection, so its own
     implementation, in its own directory, running whole cases one at a time."""
 
     def __init__(self, args: argparse.Namespace, role: str, workdir: Path, number: int):

@@ -1,6 +1,6 @@
 """The one path from a connection to case results, for both roles: the golden
 vectors, then the property tests. `ctxconf kernel`/`provider`/`replay`/`matrix`
-(conformance/certify.py) and the self-test both run through it, so a change
+(commands/certify.py) and the self-test both run through it, so a change
 to how a run proceeds is made once."""
 
 from __future__ import annotations
