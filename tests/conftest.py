@@ -69,7 +69,7 @@ def ctxconf(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Co
                           text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-MANIFESTS = ROOT / "conformance" / "reference" / "manifests"
+MANIFESTS = ROOT / "examples" / "manifests"
 
 
 def certify_provider(factory, manifest_name: str, vectors, run_dir: Path, command: str | None = None):

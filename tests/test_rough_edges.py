@@ -9,7 +9,7 @@ from conformance.reports.markdown import to_markdown
 from conformance.reports.verdict import Report, RequirementResult
 from tests.conftest import ROOT, ctxconf
 
-SHIM = ROOT / "conformance" / "runners" / "python" / "stdio_shim.py"
+SHIM = ROOT / "runners" / "python" / "stdio_shim.py"
 
 
 def _report(results, cases=(), **extra) -> Report:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 REFERENCE_KERNEL = "conformance.reference.kernel:create"
 REFERENCE_PROVIDER = "conformance.reference.filereader:create"
-REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
+REFERENCE_MANIFEST = paths.EXAMPLES / "manifests" / "filereader.yaml"
 
 
 @dataclass(frozen=True)

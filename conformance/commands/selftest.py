@@ -40,7 +40,7 @@ from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants
 from conformance.reports.verdict import build
 from conformance.reference import compactor, filereader, kernel
 
-MANIFESTS = paths.PACKAGE / "reference" / "manifests"
+MANIFESTS = paths.EXAMPLES / "manifests"
 PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room
 OTHER_BINDING_EXAMPLES = 5    # over stdio and gRPC the python run's scenarios only need their transport proven
 CAUGHT_MUTANT_EXAMPLES = 5    # the vectors caught it; the properties only have to show they blame nothing else
