@@ -152,7 +152,7 @@ def certify(plan: Plan) -> Report:
             parallel = jobs > 1 and len(vectors) > 1
             cases = _parallel_vectors(args, role, vectors, Path(workdir), jobs, progress.finished) if parallel else []
             cases += run_cases(role, connection, [] if parallel else vectors, run, Path(workdir), plan.manifest,
-                               progress.finished, progress.starting)
+                               progress.finished, progress.starting, progress.update)
             implementation = connection.implementation
     return plan.report(cases, implementation, time.perf_counter() - started)
 

@@ -60,6 +60,7 @@ class PropertyRun:
     # Scenarios tried after the first failure, at most: then the simplest failure found so far is the answer.
     # A count of work, not of seconds, so the same seed gives the same counterexample on any machine and load.
     shrink_steps: int = 400
+    progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
 
     def __post_init__(self) -> None:
@@ -115,6 +116,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(_cache_directory())
     found = _Search()
+    planned = run.settings().max_examples
 
     def example(doc: dict) -> None:
         # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
@@ -127,6 +129,9 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
             if found.doc is not None and found.examples - found.first_failure >= run.shrink_steps:
                 raise _OutOfTime()
             found.examples += 1
+            if run.progress:
+                run.progress(f"scenario {found.examples} of {planned}" if found.doc is None else
+                             f"shrinking a failure: step {found.examples - found.first_failure} of {run.shrink_steps}")
             try:
                 findings, error = attempt(doc)
             except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
