@@ -8,7 +8,8 @@
 #   CTXCONF_MANIFEST     manifest file (providers)
 #   CTXCONF_EXTRA_ARGS   more ctxconf options, split on whitespace
 #   CTXCONF_OUT          output directory (default: ctxconf-out)
-#   CTXCONF_PIP_SPEC     what to pip install (default: ctxconf); a version pin or a local path
+#   CTXCONF_PIP_SPEC     what to pip install (default: the ctxconf checkout this script sits in,
+#                        so a pinned action or include pins the suite too); a version pin or a path
 #   CTXCONF_PYTHON       interpreter for the venv (default: python3)
 #   CTXCONF_VENV         where to create the venv (default: a temporary directory)
 #   CTXCONF_BIN          an existing ctxconf executable; skips the install
@@ -53,8 +54,15 @@ if [[ -n "${CTXCONF_BIN:-}" ]]; then
 else
     venv=${CTXCONF_VENV:-$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ctxconf-venv.XXXXXX")}
     "${CTXCONF_PYTHON:-python3}" -m venv "$venv" || fail_setup "cannot create a venv in $venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${CTXCONF_PIP_SPEC:-ctxconf}" \
-        || fail_setup "pip install ${CTXCONF_PIP_SPEC:-ctxconf} failed"
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    spec=${CTXCONF_PIP_SPEC:-}
+    if [[ -z "$spec" ]]; then
+        [[ -f "$here/pyproject.toml" ]] || fail_setup "no ctxconf checkout at $here; set CTXCONF_PIP_SPEC"
+        spec=$here
+    fi
+    # pip's cache (PIP_CACHE_DIR, or ~/.cache/pip) is left on: the CI templates keep it between jobs.
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec" \
+        || fail_setup "pip install $spec failed"
     ctxconf=$venv/bin/ctxconf
 fi
 

@@ -15,7 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CI = ROOT / "ci"
 SCRIPT = CI / "certify.sh"
-MANIFEST = ROOT / "conformance/reference/manifests/filereader.yaml"
+MANIFEST = ROOT / "examples/manifests/filereader.yaml"
 CTXCONF = Path(sys.executable).parent / "ctxconf"
 
 
@@ -85,11 +85,28 @@ def test_the_github_action_passes_every_input_to_the_script():
     assert any(step.get("uses", "").startswith("actions/upload-artifact@") for step in steps)
 
 
-def test_the_gitlab_template_runs_the_script_and_keeps_junit():
+def test_the_gitlab_template_fetches_the_suite_and_keeps_junit():
+    """Nothing copied into the user's repository: the job clones ctxconf at its ref and runs its script."""
     template = yaml.safe_load((CI / "gitlab/ctxconf.gitlab-ci.yml").read_text())
     job = template[".ctxconf-certify"]
-    assert set(job["variables"]) - {"CTXCONF_SCRIPT"} <= _script_variables()
-    assert any("$CTXCONF_SCRIPT" in line for line in job["script"])
+    assert set(job["variables"]) - {"CTXCONF_PROJECT", "CTXCONF_REF", "PIP_CACHE_DIR"} <= _script_variables()
+    script = " ".join(job["script"])
+    assert "git clone" in script and '--branch "$CTXCONF_REF"' in script and "ctxconf-suite/ci/certify.sh" in script
+    assert job["cache"]["paths"] == [".cache/pip"]
     out = job["variables"]["CTXCONF_OUT"]
     assert job["artifacts"]["reports"]["junit"] == f"{out}/junit.xml" and job["artifacts"]["when"] == "always"
     assert job["artifacts"]["paths"] and all(path.startswith(out + "/") for path in job["artifacts"]["paths"])
+
+
+def test_the_script_installs_the_checkout_it_sits_in_and_certifies_from_a_clean_directory(tmp_path):
+    """No CTXCONF_BIN, no CTXCONF_PIP_SPEC: a fresh venv with this checkout installed (dependencies from the
+    package index, or pip's cache), as the GitHub action and the GitLab job run it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXCONF_", "GITHUB_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(CTXCONF_TARGET_KIND="python", CTXCONF_TARGET="conformance.reference.filereader:create",
+               CTXCONF_MANIFEST=str(MANIFEST), CTXCONF_EXTRA_ARGS=FEW_EXAMPLES, CTXCONF_VENV=str(tmp_path / "venv"))
+    run = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert json.loads((tmp_path / "ctxconf-out" / "report.json").read_text())["verdict"] == "conformant"
+    installed = subprocess.run([tmp_path / "venv" / "bin" / "python", "-c", "from conformance.data import paths; "
+                                "print(paths.PUBLIC)"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert str(ROOT) not in installed.stdout  # the wheel's own copy of the data, not the checkout's

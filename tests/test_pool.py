@@ -1,4 +1,4 @@
-"""conformance/pool.py: items over worker processes, values back in the items' order, a worker's finish()
+"""conformance/commands/pool.py: items over worker processes, values back in the items' order, a worker's finish()
 amending what it sent, and an item whose worker died or raised given its `lost` value."""
 
 from __future__ import annotations

@@ -111,9 +111,9 @@ class StdioBinding:
         """Send stop, then close. An implementation that then has to be killed, or leaves processes
         behind, broke the protocol: closing_note says so, and the connection charges it to the case
         the binding last served. A broken one is killed without a word: its case already has an error."""
-        asked = answered = False
+        asked = answered = getattr(self, "stopped", False)
         try:
-            if self.process.alive and not self.broken:
+            if self.process.alive and not self.broken and not asked:
                 self.process.send({"id": self._next_id + 1, "op": "stop"})
                 asked = True
                 self.process.receive(timeout=STOP_WAIT)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 REFERENCE_KERNEL = "conformance.reference.kernel:create"
 REFERENCE_PROVIDER = "conformance.reference.filereader:create"
-REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
+REFERENCE_MANIFEST = paths.EXAMPLES / "manifests" / "filereader.yaml"
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,56 @@ ROLES = {role.name: role for role in (
 )}
 
 
-def role_run(args: argparse.Namespace, role: str) -> Report:
+@dataclass
+class Plan:
+    """One certification, before it runs: the cases, the property run, how to reach the target and how to
+    judge the results. The CLI runs it in one go (`certify`); the pytest plugin runs it case by case."""
+    args: argparse.Namespace
+    role: str
+    catalog: catalog_mod.Catalog
+    vectors: list
+    properties: PropertyRun | None
+    partial: str | None
+    known_cases: set[str]
+    manifest: manifest_mod.Manifest | None = None
+    baseline: list[dict] | None = None
+    binding: str | None = None  # the binding's name, once connected
+
+    def __post_init__(self) -> None:
+        _check_targets(self.args)
+        check_outputs(self.args)
+        self.manifest = _manifest(self.args) if self.role == "provider" else None
+        self.baseline = _baseline(self.args.baseline, self.catalog, ROLES[self.role].binds, self.known_cases)
+
+    @property
+    def property_case(self) -> str:
+        return CASE_IDS[self.role]
+
+    def connect(self, workdir: Path) -> Connection:
+        """A connection to the target; started once up front, so a target that cannot run at all is a usage
+        error (exit 2) rather than an error in every case."""
+        self.binding, opener = _opener(self.args, ROLES[self.role], workdir)
+        connection = Connection(opener)
+        _first_start(connection)
+        return connection
+
+    def report(self, cases: list[CaseResult], implementation: dict, seconds: float) -> Report:
+        return build(self.catalog, ROLES[self.role].binds, self.role, cases,
+                     self.binding or _opener_name(self.args, self.role), implementation, seconds,
+                     self.baseline, seed=self.properties.seed if self.properties else None, filtered=self.partial,
+                     rerun_options=_target_argv(self.args))
+
+    def order(self, case: CaseResult) -> int:
+        """Where a case stands in a serial run: the vectors in order, then the property tests."""
+        ids = [v.id for v in self.vectors]
+        return ids.index(case.id) if case.id in ids else len(ids)
+
+    def expected_failure(self, case: CaseResult, implementation: dict) -> str | None:
+        """Why the baseline expects this case's failures, when it expects all of them."""
+        return "; ".join(self.report([case], implementation, 0.0).xfailed.get(case.id, [])) or None
+
+
+def plan(args: argparse.Namespace, role: str) -> Plan:
     """`ctxconf kernel` or `ctxconf provider`: the vectors -k selects, then the property tests."""
     catalog = catalog_mod.load()
     every = vectors_mod.load_dir(role, catalog, vectors_dir(args))
@@ -72,8 +121,11 @@ def role_run(args: argparse.Namespace, role: str) -> Report:
         raise InputError("--filter", "no case id contains " + " or ".join(repr(text) for text in filters))
     scope = [" ".join(f"-k {text!r}" for text in filters)] if filters else []
     scope += ["--no-properties"] if args.no_properties else []
-    known_cases = {v.id for v in every} | {CASE_IDS[role]}
-    return _certify(args, role, catalog, vectors, run, "; ".join(scope) or None, known_cases)
+    return Plan(args, role, catalog, vectors, run, "; ".join(scope) or None, {v.id for v in every} | {CASE_IDS[role]})
+
+
+def role_run(args: argparse.Namespace, role: str) -> Report:
+    return certify(plan(args, role))
 
 
 def replay(args: argparse.Namespace) -> Report:
@@ -86,33 +138,26 @@ def replay(args: argparse.Namespace) -> Report:
     # A project's baseline names cases of the whole suite, not just the one replayed.
     known_cases = {v.id for v in vectors_mod.load_dir(role, catalog)} | {vector.id, CASE_IDS[role]}
     scope = f"replay of {vector.id}" + (f" at {vector.at}" if vector.at else "")
-    return _certify(args, role, catalog, [vector], None, scope, known_cases)
+    return certify(Plan(args, role, catalog, [vector], None, scope, known_cases))
 
 
-def _certify(args: argparse.Namespace, role: str, catalog, vectors: list, run: PropertyRun | None,
-             partial: str | None, known_cases: set[str]) -> Report:
-    """Run the vectors (then the properties) against the target and report. A partial run (`partial`
+def certify(plan: Plan) -> Report:
+    """Run the vectors (then the properties) against the target and report. A partial run (`plan.partial`
     says which) reports what it found but gives no verdict."""
-    _check_targets(args)
+    args, role, vectors, run = plan.args, plan.role, plan.vectors, plan.properties
     jobs = _jobs(args)
-    check_outputs(args)
-    manifest = _manifest(args) if role == "provider" else None
-    baseline = _baseline(args.baseline, catalog, ROLES[role].binds, known_cases)
     with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, trace.to_file(args.trace), \
             RunProgress(len(vectors) + (run is not None)) as progress:
-        name, opener = _opener(args, ROLES[role], Path(workdir))
         started = time.perf_counter()
-        with Connection(opener) as connection:
-            _first_start(connection)
+        with plan.connect(Path(workdir)) as connection:
             parallel = jobs > 1 and len(vectors) > 1
             cases = _parallel_vectors(args, role, vectors, Path(workdir), jobs, progress.finished) if parallel else []
-            cases += run_cases(role, connection, [] if parallel else vectors, run, Path(workdir), manifest,
-                               progress.finished, progress.starting)
+            cases += run_cases(role, connection, [] if parallel else vectors, run, Path(workdir), plan.manifest,
+                               progress.finished, progress.starting, progress.update)
             implementation = connection.implementation
     if role == "provider":
         cases = provider_checks.judge_over_run(cases)
-    return build(catalog, ROLES[role].binds, role, cases, name, implementation, time.perf_counter() - started, baseline,
-                 seed=run.seed if run else None, filtered=partial, rerun_options=_target_argv(args))
+    return plan.report(cases, implementation, time.perf_counter() - started)
 
 
 def _jobs(args: argparse.Namespace) -> int:
@@ -126,7 +171,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 class _Worker:
-    """A worker process's share of a parallel run (conformance/pool.py): its own connection, so its own
+    """A worker process's share of a parallel run (commands/pool.py): its own connection, so its own
     implementation, in its own directory, running whole cases one at a time."""
 
     def __init__(self, args: argparse.Namespace, role: str, workdir: Path, number: int):
@@ -261,6 +306,12 @@ def _opener(args: argparse.Namespace, role: Role, workdir: Path):
         return name, open_binding
     from conformance.bindings.launch_plugins import LaunchingKernel
     return f"{name}+plugins", lambda: LaunchingKernel(open_binding(), workdir, args.timeout, cookie)
+
+
+def _opener_name(args: argparse.Namespace, role: str) -> str:
+    name = "go-plugin" if getattr(args, "plugin", None) else "grpc" if getattr(args, "grpc", None) or \
+        getattr(args, "grpc_cmd", None) else "stdio" if args.stdio else "python"
+    return f"{name}+plugins" if getattr(args, "launch_plugins", False) and role == "kernel" else name
 
 
 def _plain_opener(args: argparse.Namespace, role: Role, workdir: Path, cookie: tuple[str, str]):

@@ -60,10 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # text a report may hold (a lone surrogate) is escaped, never a crash
         if callable(getattr(stream, "reconfigure", None)):
             stream.reconfigure(errors="backslashreplace")
-    parser = _parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:  # said by the command's own parser, with its usage, not the top-level one
-        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    args = parse(argv)
     previous = {signum: signal.signal(signum, _terminate) for signum in UNWIND_SIGNALS
                 if threading.current_thread() is threading.main_thread()}  # only the main thread may
     try:
@@ -81,6 +78,15 @@ def main(argv: list[str] | None = None) -> int:
         for signum, handler in previous.items():
             if handler is not None:  # None: installed outside Python, cannot be put back
                 signal.signal(signum, handler)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line as the CLI reads it (also the pytest plugin's options); a bad one exits 2."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser, with its usage, not the top-level one
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -269,7 +275,8 @@ def _replay(args: argparse.Namespace) -> int:
 def _selftest(args: argparse.Namespace) -> int:
     from conformance.commands import selftest
     started = time.perf_counter()
-    outcomes = selftest.run(args.profile, args.seed, args.jobs, args.filter)
+    outcomes = selftest.run(args.profile, args.seed, args.jobs, args.filter,
+                            on_done=lambda *done: print(selftest.progress_line(*done), file=sys.stderr, flush=True))
     if not outcomes:
         raise InputError("--filter", f"no implementation's name contains {args.filter!r}")
     seconds = time.perf_counter() - started

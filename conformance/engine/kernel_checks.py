@@ -614,7 +614,7 @@ class TurnCheck:
                                          f"(its diagnostics: {seen or 'none'})", where)
         elif not any(needed.carried_by(d.get("message", "")) for d in fitting):
             self.add(needed.requirement, False, f"the diagnostic for {provider} does not carry the provider's "
-                                                f"message {needed.message_contains!r}", where)
+                                                f"message {' or '.join(map(repr, needed.message_contains))}", where)
         else:
             self.add(needed.requirement, True)
 
@@ -726,5 +726,6 @@ def _brief(chain: list[dict]) -> str:
 
 
 def _brief_expected(outcomes: list[Outcome]) -> str:
-    return " or ".join(_brief([{**e.section, "label": "<a label of the kernel's>"} if e.relabel else e.section
-                               for e in o.chain]) for o in outcomes)
+    chains = (_brief([{**e.section, "label": "<a label of the kernel's>"} if e.relabel else e.section
+                      for e in o.chain]) for o in outcomes)
+    return " or ".join(dict.fromkeys(chains))  # outcomes that differ only in what they report read the same

@@ -113,6 +113,16 @@ def kept_as_is(sections: list[dict]) -> list[Expected]:
     return [Expected(s, (s["tokens"],)) for s in sections]
 
 
+def left_out(provider: str, prior: list[dict], needed: list[Needed]) -> list[Outcome]:
+    """A failed provider's contribution is left out of this turn: the chain before it stands. A kernel that
+    carries the chain across turns may have handed it sections of its own from the last turn; it may keep
+    them, or leave them out with the rest of its contribution (R-ERROR-ISOLATION)."""
+    outcomes = [Outcome(kept_as_is(prior), needed)]
+    if any(s["provider"] == provider for s in prior):
+        outcomes.append(Outcome(kept_as_is([s for s in prior if s["provider"] != provider]), list(needed)))
+    return outcomes
+
+
 # --- failed calls ---------------------------------------------------------------
 
 _ISOLATE_BLAME = {"source_unavailable": "K-ERR-SOURCE-UNAVAILABLE", "budget_exceeded": "K-ERR-BUDGET-EXCEEDED",
@@ -129,7 +139,7 @@ def judge_failure(provider: str, prior: list[dict], error: dict, model: Model, c
         # The taxonomy shields only a non-compactor from failing the turn over budget_exceeded; a compactor
         # that cannot fit may fail it, as its over-budget chain may (R-COMPACTOR-OVER-BUDGET).
         may_fail = compactor and category == "budget_exceeded"
-        return _misread(Judgment(provider, [Outcome(kept_as_is(prior), [needed])],
+        return _misread(Judgment(provider, left_out(provider, prior, [needed]),
                                  blame=_ISOLATE_BLAME[category], fail_blame=_ISOLATE_BLAME[category],
                                  may_fail_turn=may_fail,
                                  why=f"a {category} failure isolates the provider: the chain before it stands"
@@ -138,29 +148,35 @@ def judge_failure(provider: str, prior: list[dict], error: dict, model: Model, c
     if category == "invalid_request":
         needed = Needed("invalid_request", "K-ERR-INVALID-REQUEST-LOG")
         why, contains = "an invalid_request failure is isolated with a diagnostic or fails the turn", ()
-    elif category == "unknown":
-        # The provider's own words: its ContextError's message or its status message; when one of them is
-        # empty, reporting that one is reporting a raw message too, so no text is asked for (R-RAW-MESSAGE).
-        messages = ((error.get("context_error") or {}).get("message") or "", error.get("message") or "")
-        raw = tuple(dict.fromkeys(messages)) if all(messages) else ()
-        needed = Needed("unknown", "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
-        why, contains = "an unknown failure is reported with the provider's own message", raw
-    elif error.get("message"):
-        # No category: "anything else" in the taxonomy, whose report carries the plugin's own words (R-RAW-MESSAGE).
-        raw = (error["message"],)
-        needed = Needed(None, "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
-        why, contains = f"a failure without a ContextError ({error.get('code')}) is reported with its message", raw
+    elif category == "unknown" or raw_messages(error):
+        # The provider's own words (R-RAW-MESSAGE). No category at all (no ContextError, or one whose category
+        # is unspecified) is "anything else" in the taxonomy: an unknown failure too.
+        raw = raw_messages(error)
+        needed = Needed("unknown" if category else None, "K-ERR-UNKNOWN-RAW-MESSAGE", raw)
+        why = ("an unknown failure" if category else f"a failure without a category ({error.get('code')})") + \
+            " is reported with the provider's own message"
+        contains = raw
     else:
         needed = Needed(None, "K-NO-SILENT-FALLBACK")
         why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ()
-    return _misread(Judgment(provider, [Outcome(kept_as_is(prior), [needed])], blame="K-PRIOR-SECTIONS",
+    return _misread(Judgment(provider, left_out(provider, prior, [needed]), blame="K-PRIOR-SECTIONS",
                              why=why, may_fail_turn=True, turn_error_contains=contains), prior, model)
+
+
+def raw_messages(error: dict) -> tuple[str, ...]:
+    """The messages a report of this failure may carry, either of which is its raw message: its ContextError's
+    and its status message. When one of them is empty, reporting that one is reporting a raw message too, so no
+    text is asked for (R-RAW-MESSAGE)."""
+    context_error, status = (error.get("context_error") or {}).get("message") or "", error.get("message") or ""
+    if context_error and status:
+        return tuple(dict.fromkeys((context_error, status)))
+    return () if error.get("context_error") or not status else (status,)
 
 
 def judge_crash(provider: str, prior: list[dict], model: Model) -> Judgment:
     """The provider's process died during Contribute (R-PLUGIN-CRASH): a source that became unavailable,
     whatever the transport said. Isolated, visibly, and the turn goes on."""
-    return _misread(Judgment(provider, [Outcome(kept_as_is(prior), [Needed(None, "K-NO-SILENT-FALLBACK")])],
+    return _misread(Judgment(provider, left_out(provider, prior, [Needed(None, "K-NO-SILENT-FALLBACK")]),
                              blame="K-ERR-SOURCE-UNAVAILABLE", fail_blame="K-ERR-SOURCE-UNAVAILABLE",
                              why="a provider whose process died is unavailable: the chain before it stands, "
                                  "the turn goes on"), prior, model)
@@ -182,7 +198,8 @@ def judge_reply(fake: FakeProvider, prior: list[dict], reply: dict, budget: int,
     own = [s for s in sections if fake.compactor or s["provider"] == fake.name]
     non_text = [s for s in own if not tokens.is_text_only(s["content"])]
     # A label of only spaces may be taken for none (R-MISSING-LABEL); one that is empty must be.
-    unlabeled = [s for s in own if s not in non_text and not s["label"].strip()]
+    # A section with non-text blocks and no label is both: stripped of the blocks, it is an unlabeled one.
+    unlabeled = [s for s in own if not s["label"].strip()]
     # A compactor's section may be another provider's it rewrote: a diagnostic may name either (docs).
     names = lambda s: (s["provider"],) if fake.compactor else ()
     content_rules = [Needed("non_text_content", "K-NON-TEXT-REJECT", names=names(s)) for s in non_text]
@@ -278,14 +295,14 @@ def _ways_to_admit(own: list[dict], non_text: list[dict], unlabeled: list[dict],
                     none = [s for s in unlabeled if not (spaces_labelled and s in spaces)]
                     kept = []   # (id of the section as returned, the section as kept)
                     for s in own:
-                        if s in non_text:
-                            if strip and (_stripped(s)["content"] or keep_emptied) and s["label"]:
-                                kept.append((id(s), _stripped(s)))
-                        elif s not in none or unlabeled_kept != "dropped":
-                            kept.append((id(s), s))
+                        if s in non_text and not (strip and (_stripped(s)["content"] or keep_emptied)):
+                            continue  # dropped for its non-text blocks
+                        if s not in none or unlabeled_kept != "dropped":
+                            kept.append((id(s), _stripped(s)))
                     relabelled = {id(s) for s in none} if unlabeled_kept == "relabelled" else set()
+                    # A dropped unlabeled section is reported; one with non-text blocks already is, for them.
                     needed = content_rules + [Needed("missing_label", "K-NO-SILENT-FALLBACK", names=names(s))
-                                              for s in none if unlabeled_kept == "dropped"]
+                                              for s in none if unlabeled_kept == "dropped" and s not in non_text]
                     ways.append((kept, relabelled, needed))
     return ways
 

@@ -914,6 +914,17 @@ class ShortensLongErrorMessages(ReferenceKernel):
         return {**diagnostic, "message": diagnostic["message"][:200]} if diagnostic else diagnostic
 
 
+@mutant("K-ERR-UNKNOWN-RAW-MESSAGE")
+class MessageOnlyForTheUnknownCategory(ReferenceKernel):
+    """Carries the plugin's message only when the ContextError says unknown; one whose category is unspecified
+    is reported by its status code."""
+
+    def on_failure(self, provider, failure):
+        if errors.category_of(failure.context_error) is not None or not failure.context_error:
+            return super().on_failure(provider, failure)
+        return self.diagnostic(provider, "unknown", f"Contribute failed ({failure.code})", kind="provider_failed")
+
+
 @mutant("K-NO-SILENT-FALLBACK")
 class SilentWhenTheMessageIsEmpty(ReferenceKernel):
     """Reports a failure only when its status message has words, as if an empty one meant nothing went wrong."""

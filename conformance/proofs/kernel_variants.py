@@ -423,6 +423,35 @@ class HistoryCountedPerMessage(ReferenceKernel):
         return sum(self.count(m.get("content", []), model, call) for m in session.history)
 
 
+@variant("carries the chain across turns and leaves a failed provider's sections from the last turn out of this "
+         "one, with the rest of its contribution", "R-ERROR-ISOLATION")
+class CarriesChainDropsFailedSections(CarriesChainAcrossTurns):
+    def chain_after_failure(self, provider, chain):
+        return [s for s in chain if s["provider"] != provider.name]
+
+
+# --- freedoms taken together (R-FREEDOMS-COMBINE) ------------------------------------------------
+
+def _combined(freedom: str, grants: str, *parts: type[ReferenceKernel]) -> type[ReferenceKernel]:
+    """One kernel that takes every part's freedom at once (they override different methods)."""
+    cls = type("".join(p.__name__ for p in parts), parts, {"__doc__": freedom, "__module__": __name__})
+    globals()[cls.__name__] = cls  # importable by name, as the stdio and gRPC self-test runs import it
+    return variant(freedom, grants)(cls)
+
+
+_combined("carries the chain across turns and reports assembled_tokens_last_turn from the figures it carries",
+          "R-FREEDOMS-COMBINE", CarriesChainAcrossTurns, AssembledFromStatedFigures)
+_combined("carries the chain across turns and counts assembled_tokens_last_turn all at once", "R-FREEDOMS-COMBINE",
+          CarriesChainAcrossTurns, AssembledCountedAtOnce)
+_combined("shows later compactors the history from before the firing's rewrites and counts it message by message",
+          "R-FREEDOMS-COMBINE", RewriteAppliedAfterFiring, HistoryCountedPerMessage)
+_combined("strips non-text blocks and gives an unlabelled section a label of its own", "R-FREEDOMS-COMBINE",
+          StripsNonTextBlocksVisibly, RelabelsUnlabelled)
+_combined("carries the chain, keeps stated figures, counts a provider's sections at once and strips non-text blocks",
+          "R-FREEDOMS-COMBINE", CarriesChainAcrossTurns, KeepsStatedFigures, CountsContributionAsOne,
+          StripsNonTextBlocksVisibly)
+
+
 # --- launched plugins (ctxconf kernel --launch-plugins) --------------------------------------------
 
 @variant("keeps the plugins of a configuration it is done with running until it stops", "R-PLUGIN-LIFETIME",

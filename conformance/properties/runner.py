@@ -57,7 +57,10 @@ class PropertyRun:
     seed: int | None = None
     examples: int | None = None
     shrink: bool = True
-    shrink_seconds: float = 20.0          # after this, the simplest failure found so far is the answer
+    # Scenarios tried after the first failure, at most: then the simplest failure found so far is the answer.
+    # A count of work, not of seconds, so the same seed gives the same counterexample on any machine and load.
+    shrink_steps: int = 400
+    progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
 
     def __post_init__(self) -> None:
@@ -88,6 +91,7 @@ class _Search:
     exercised: set[str] = field(default_factory=set)
     failed: dict[str, Finding] = field(default_factory=dict)  # each requirement's first failure, in any scenario
     examples: int = 0
+    first_failure: int = 0                          # how many scenarios had been tried when the first one failed
     doc: dict | None = None                         # the failing scenario reported, with its failures and error
     failures: list[Finding] = field(default_factory=list)
     error: str | None = None
@@ -112,7 +116,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(_cache_directory())
     found = _Search()
-    first_failure: list[float] = []
+    planned = run.settings().max_examples
 
     def example(doc: dict) -> None:
         # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
@@ -122,9 +126,12 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         for label, score in (aim(doc) if aim else {}).items():
             target(score, label=label)
         if found.doc is None or doc != found.doc:
-            if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
+            if found.doc is not None and found.examples - found.first_failure >= run.shrink_steps:
                 raise _OutOfTime()
             found.examples += 1
+            if run.progress:
+                run.progress(f"scenario {found.examples} of {planned}" if found.doc is None else
+                             f"shrinking a failure: step {found.examples - found.first_failure} of {run.shrink_steps}")
             try:
                 findings, error = attempt(doc)
             except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
@@ -139,8 +146,8 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
                 found.failed.setdefault(finding.requirement, finding)
             if not (failed or error):
                 return
+            found.first_failure = found.first_failure or found.examples
             found.doc, found.failures, found.error = doc, failed, error  # the last one is the simplest yet
-            first_failure[:] = first_failure or [time.monotonic()]
         raise _Failed()
 
     test = given(strategy)(example)

@@ -212,6 +212,7 @@ class ReferenceKernel:
                 reply = forms.normalize("ContextContribution", self.contribute(provider, request, call))
             except CallFailed as failure:
                 self.report(diagnostics, self.on_failure(provider, failure))
+                chain = self.chain_after_failure(provider, chain)
                 continue
             except forms.WireFormError as exc:
                 self.report(diagnostics, self.diagnostic(provider, "unknown", f"unreadable reply: {exc}"))
@@ -224,6 +225,10 @@ class ReferenceKernel:
 
     def contribute(self, provider: Provider, request: dict, call) -> dict:
         return call("Contribute", provider.name, request)
+
+    def chain_after_failure(self, provider: Provider, chain: list[dict]) -> list[dict]:
+        """A failed provider's contribution is left out: the chain before it stands."""
+        return chain
 
     def on_failure(self, provider: Provider, failure: CallFailed) -> dict | None:
         """Isolate every failing provider; R-ERROR-ISOLATION accepts that for every category."""
