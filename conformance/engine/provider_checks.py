@@ -293,11 +293,12 @@ class Checker:
             self.note_reduction(record, prior, sections, budget)
         # What it wrote this firing. A section it hands back exactly as it was sent (its own from an earlier
         # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given. A compactor
-        # does not answer for a label or stability it kept from the section it rewrote either: those are the
-        # owner's, and a kernel may keep another provider's unlabelled section (R-MISSING-LABEL).
+        # does not answer for a label it kept from the owner's section it rewrote, nor for a stability some
+        # section it was sent carries (a summary may take its original's, under its own name too): a kernel
+        # may keep another provider's unlabelled section (R-MISSING-LABEL).
         fresh = [s for s in own if s not in prior]
         labelled = [s for s in fresh if not (self.compactor and _kept(s, prior, "label"))]
-        stable = [s for s in fresh if not (self.compactor and _kept(s, prior, "stability"))]
+        stable = [s for s in fresh if not (self.compactor and s["stability"] in {p["stability"] for p in prior})]
         if labelled:
             self.add("P-SECTION-LABEL", all(s["label"] for s in labelled), "a section has no label", where)
         if stable:
