@@ -60,7 +60,7 @@ class PropertyRun:
     # The work shrinking may do after the first failure (work(): the calls a scenario makes and the text it
     # moves); then the simplest failure found so far is the answer. Work, not seconds, so the same seed gives
     # the same counterexample on any machine under any load.
-    shrink_work: int = 4000
+    shrink_work: int = 2000
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
 
