@@ -57,9 +57,10 @@ class PropertyRun:
     seed: int | None = None
     examples: int | None = None
     shrink: bool = True
-    # Scenarios tried after the first failure, at most: then the simplest failure found so far is the answer.
-    # A count of work, not of seconds, so the same seed gives the same counterexample on any machine and load.
-    shrink_steps: int = 400
+    # The work shrinking may do after the first failure (work(): the calls a scenario makes and the text it
+    # moves); then the simplest failure found so far is the answer. Work, not seconds, so the same seed gives
+    # the same counterexample on any machine under any load.
+    shrink_work: int = 2000
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
 
@@ -91,12 +92,20 @@ class _Search:
     exercised: set[str] = field(default_factory=set)
     failed: dict[str, Finding] = field(default_factory=dict)  # each requirement's first failure, in any scenario
     examples: int = 0
-    first_failure: int = 0                          # how many scenarios had been tried when the first one failed
+    shrink_work: int = 0                            # the work() of the scenarios tried since the first failure
     doc: dict | None = None                         # the failing scenario reported, with its failures and error
     failures: list[Finding] = field(default_factory=list)
     error: str | None = None
     not_restarted: str | None = None                # the implementation could not be (re)started
     defect: str | None = None                       # the suite's own code raised while judging a scenario
+
+
+def work(doc: dict) -> int:
+    """What trying a scenario costs, counted in what it asks of the implementation: one unit per call it makes
+    (a provider's Contribute in each turn, or a provider step) and one per 16 KiB of the text it carries."""
+    calls = len(doc.get("turns", ())) * len(doc.get("setup", {}).get("providers", ())) if "turns" in doc \
+        else len(doc.get("steps", ()))
+    return 1 + calls + len(repr(doc)) // 16384
 
 
 def _cache_directory() -> Path:
@@ -126,12 +135,14 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         for label, score in (aim(doc) if aim else {}).items():
             target(score, label=label)
         if found.doc is None or doc != found.doc:
-            if found.doc is not None and found.examples - found.first_failure >= run.shrink_steps:
+            if found.doc is not None and found.shrink_work >= run.shrink_work:
                 raise _OutOfTime()
             found.examples += 1
+            if found.doc is not None:
+                found.shrink_work += work(doc)
             if run.progress:
                 run.progress(f"scenario {found.examples} of {planned}" if found.doc is None else
-                             f"shrinking a failure: step {found.examples - found.first_failure} of {run.shrink_steps}")
+                             f"shrinking a failure: {min(100, 100 * found.shrink_work // run.shrink_work)} % of its work")
             try:
                 findings, error = attempt(doc)
             except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
@@ -146,7 +157,6 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
                 found.failed.setdefault(finding.requirement, finding)
             if not (failed or error):
                 return
-            found.first_failure = found.first_failure or found.examples
             found.doc, found.failures, found.error = doc, failed, error  # the last one is the simplest yet
         raise _Failed()
 
