@@ -153,6 +153,7 @@ class LaunchingKernel:
             # must let them go; it is not used again (a fresh one serves the next case).
             self._stop_inner()
             self.stopped = True
+            launches = [launch for report in reports for launch in _read(report)]  # what stopping made them do
             self._wait_for_exit(launches)
         # Plugins left running are charged already (K-PLUGIN-SHUTDOWN): killed before the kernel's binding closes,
         # so that closing does not charge them a second time, as processes the kernel left behind.
