@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import RUNNERS, ctxconf
 
+pytestmark = pytest.mark.load
+
 HOG = "import time\nend = time.monotonic() + 300\nwhile time.monotonic() < end:\n    pass\n"
 
 

@@ -79,7 +79,7 @@ class CarriesAnotherSessionsChain(ReferenceKernel):
         return list(getattr(self, "_last", []))
 
 
-@mutant("K-SEQUENTIAL")
+@mutant("K-SEQUENTIAL", also=["K-ERR-INVALID-REQUEST-NO-RETRY"])
 class HedgedFirstCall(ReferenceKernel):
     """Sends the first provider's request twice at once and keeps the first answer (a 'hedged' request)."""
 
@@ -885,7 +885,7 @@ class SkipsUnreadableRepliesSilently(ReferenceKernel):
         return reply
 
 
-@mutant("K-TRANSFORM-ERROR-SURFACED")
+@mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])
 class FailsTurnWithoutReason(ReferenceKernel):
     """Fails the turn on an unknown failure but gives no error."""
 
@@ -925,7 +925,7 @@ class MessageOnlyForTheUnknownCategory(ReferenceKernel):
         return self.diagnostic(provider, "unknown", f"Contribute failed ({failure.code})", kind="provider_failed")
 
 
-@mutant("K-NO-SILENT-FALLBACK")
+@mutant("K-NO-SILENT-FALLBACK", also=["K-ERR-INVALID-REQUEST-LOG"])
 class SilentWhenTheMessageIsEmpty(ReferenceKernel):
     """Reports a failure only when its status message has words, as if an empty one meant nothing went wrong."""
 
