@@ -415,7 +415,10 @@ class TurnCheck:
         counted = calls[0].request["history_tokens"] if calls else None
         chosen = next((o for o in options if o + new in shown), None)
         if chosen is None:  # (an empty conversation is a choice too: never `or` it away)
-            chosen = next((o for o in options if counted in history_counts(o + new, self.model.count)), options[0])
+            # Those the first history_tokens fits; of them, the one the turn ends with when nothing rewrote it
+            # (a conversation whose dropped message counted nothing fits both ways).
+            fitting = [o for o in options if counted in history_counts(o + new, self.model.count)] or options[:1]
+            chosen = next((o for o in fitting if o + new == (self.result or {}).get("history")), fitting[0])
         self.base_history = chosen  # what this turn's messages were added to: a failed turn may go back to it
         return chosen + new
 
