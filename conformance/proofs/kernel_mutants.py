@@ -961,7 +961,7 @@ class HistoryOnlyWhileShort(ReferenceKernel):
 
 # --- caught only by the property tests (the golden vectors never reach these corners) ------
 
-@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"], property_only=True)
+@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"])  # vector: budget/understated-second-section-caught
 class TrustsFiguresAfterFirstSection(ReferenceKernel):
     """Recounts the first section of a reply but trusts the stated figure of any further ones (a compactor's
     chain too, when the counterexample has one)."""
