@@ -971,7 +971,7 @@ class TrustsFiguresAfterFirstSection(ReferenceKernel):
                    for i, s in enumerate(sections)) > budget
 
 
-@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"], property_only=True)
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])  # vector: scope/reflag-foreign-section
 class ScopeIgnoresFlags(ReferenceKernel):
     """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated
     flags. The reply it wrongly accepts reaches the chain, as in the counterexample the ci profile reports;

@@ -447,9 +447,6 @@ _combined("shows later compactors the history from before the firing's rewrites 
           "R-FREEDOMS-COMBINE", RewriteAppliedAfterFiring, HistoryCountedPerMessage)
 _combined("strips non-text blocks and gives an unlabelled section a label of its own", "R-FREEDOMS-COMBINE",
           StripsNonTextBlocksVisibly, RelabelsUnlabelled)
-_combined("carries the chain, keeps stated figures, counts a provider's sections at once and strips non-text blocks",
-          "R-FREEDOMS-COMBINE", CarriesChainAcrossTurns, KeepsStatedFigures, CountsContributionAsOne,
-          StripsNonTextBlocksVisibly)
 
 
 # --- launched plugins (ctxconf kernel --launch-plugins) --------------------------------------------
