@@ -115,8 +115,15 @@ def test_a_bad_config_leading_out_is_exit_2_and_values_without_placeholders_are_
            "config": {"root": "${workdir}", "path": "${source}", "tool": "/usr/bin/env", "note": "../x"}}
     path.write_text(yaml.safe_dump(doc))
     run = ctxconf("replay", str(paths.VECTORS / "provider/errors/source-deleted-mid-session.yaml"),
-                  "--manifest", str(path), timeout=60)
+                  "--python", "tests.test_confinement:ReaderWithTool", "--manifest", str(path), timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+class ReaderWithTool(FileReader):
+    """The reference reader, declaring two more string fields (its config_schema must name what it is sent)."""
+    CAPABILITIES = {**FileReader.CAPABILITIES, "config_schema": {"attributes": [
+        *FileReader.CAPABILITIES["config_schema"]["attributes"],
+        *({"name": name, "type": "ATTR_TYPE_STRING"} for name in ("tool", "note"))]}}
 
 
 class Symlinker(FileReader):

@@ -38,7 +38,8 @@ def test_each_conforming_implementation_passes_over_each_binding(key):
 def test_the_self_test_covers_every_requirement_both_ways():
     everyone = list(SUBJECTS.values())
     assert selftest.unexercised(everyone) == [], "every testable requirement has a mutant"
-    assert sum(s.property_only for s in everyone) >= 5, "properties must pull their weight"
+    # Mutants only the property tests catch: fewer as vectors take over what the generators found first.
+    assert sum(s.property_only for s in everyone) >= 3, "properties must pull their weight"
     variants = {s.key for s in everyone if s.freedom}
     assert len(SUBJECTS) == len(selftest.subjects()), "every subject has its own key"
     assert len({(role, name) for role, name, _ in variants}) >= 25

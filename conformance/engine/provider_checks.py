@@ -271,13 +271,18 @@ class Checker:
         request, reply = record.request, record.result
         prior, sections, budget = request["prior_sections"], reply["sections"], request["token_budget"]
         own = own_sections(record, self.compactor, self.manifest.name)
+        # What it wrote this firing. A section it hands back exactly as it was sent (its own from an earlier
+        # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given: no evidence of
+        # how it writes sections.
+        fresh = [s for s in own if s not in prior]
         if not self.compactor:
             if prior:
                 self.check_placement(prior, sections, where)
-            if own:
-                self.add("P-SECTION-PROVIDER", all(s["provider"] == self.manifest.name for s in own),
-                         f"its sections claim the names {sorted({s['provider'] for s in own})}, "
+            if fresh:
+                self.add("P-SECTION-PROVIDER", all(s["provider"] == self.manifest.name for s in fresh),
+                         f"its sections claim the names {sorted({s['provider'] for s in fresh})}, "
                          f"not its declared {self.manifest.name!r}", where)
+            if own:
                 total = self.counting.total(record, own)
                 self.add("P-WITHIN-BUDGET", total <= budget, f"its sections count {total} against a budget of {budget}",
                          where)
@@ -291,12 +296,9 @@ class Checker:
                          where)
             self.check_history_rewrite(request, reply, where)
             self.note_reduction(record, prior, sections, budget)
-        # What it wrote this firing. A section it hands back exactly as it was sent (its own from an earlier
-        # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given. A compactor
-        # does not answer for a label it kept from the owner's section it rewrote, nor for a stability some
-        # section it was sent carries (a summary may take its original's, under its own name too): a kernel
-        # may keep another provider's unlabelled section (R-MISSING-LABEL).
-        fresh = [s for s in own if s not in prior]
+        # A compactor does not answer for a label it kept from the owner's section it rewrote, nor for a
+        # stability some section it was sent carries (a summary may take its original's, under its own name
+        # too): a kernel may keep another provider's unlabelled section (R-MISSING-LABEL).
         labelled = [s for s in fresh if not (self.compactor and _kept(s, prior, "label"))]
         stable = [s for s in fresh if not (self.compactor and s["stability"] in {p["stability"] for p in prior})]
         if labelled:
@@ -304,8 +306,8 @@ class Checker:
         if stable:
             self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in stable),
                      "a section has no stability", where)
-        if own:
-            self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in own),
+        if fresh:
+            self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in fresh),
                      "a section holds a non-text block", where)
         self.check_tokens(fresh, record, where)
         self.check_truncated(fresh, record, where)
@@ -531,6 +533,7 @@ def observation(record: StepRecord, checker: Checker) -> dict:
         own = own_sections(record, checker.compactor, checker.manifest.name)
         prior, sections = record.request["prior_sections"], record.result["sections"]
         seen |= {"own": own, "own_text": "\n".join(tokens.text_of(s["content"]) for s in own),
+                 "written": [s for s in own if s not in prior],  # not handed back as sent
                  "placement": placement(prior, sections, checker.manifest.name), "source_text": record.source_text,
                  "chain": sections,
                  "budget": record.request["token_budget"],
@@ -655,6 +658,16 @@ def _each_own(judge):
     return _wrote(lambda want, seen, checker: _each_judged(seen["own"], lambda s: judge(want, s, checker)))
 
 
+def _each_written(judge):
+    """judge(want, section, checker) for every section the provider wrote this firing, not those it handed
+    back exactly as it was sent them (no evidence of how it writes one)."""
+    return _wrote(lambda want, seen, checker: _each_judged(seen.get("written") or _nothing(), lambda s: judge(want, s, checker)))
+
+
+def _nothing() -> list[dict]:
+    raise NotEvaluable
+
+
 def _each_judged(sections: list[dict], judge) -> list[str]:
     """The problems judge(section) finds, over the sections it can judge; not evaluable when it can judge none."""
     problems, judged = [], False
@@ -734,7 +747,7 @@ PROVIDER = Language({
     # every section it wrote
     "tokens_counted": _wrote(lambda want, seen, checker: _each_judged(seen["own"], _figure_judge(checker,
                                                                                              seen["record"]))),
-    "own_named": _each_own(lambda want, s, checker: [] if s["provider"] == checker.manifest.name else
+    "own_named": _each_written(lambda want, s, checker: [] if s["provider"] == checker.manifest.name else
                            [f"section {s['label']!r} is named {s['provider']!r}"]),
     "own_labelled": _each_own(lambda want, s, checker: [] if s["label"] else
                               [f"a section of {s['provider']} has no label"]),

@@ -491,7 +491,7 @@ class PerSectionBudget(ReferenceKernel):
         return any(self.count(s["content"], model, call) > budget for s in sections)
 
 
-@mutant("K-BUDGET-REJECT")
+@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE"])
 class KeepsSectionsThatFit(ReferenceKernel):
     """Over budget, keeps the provider's sections that fit in order and drops the one that tips it over and
     those after it: a reduction only the provider may make (R-BUDGET-PER-PROVIDER)."""
