@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import threading
 
@@ -959,6 +960,127 @@ class HistoryOnlyWhileShort(ReferenceKernel):
         return history if provider.compactor and len(history) <= 6 else []
 
 
+# --- past a width, a size, a count or a shape the vectors once stayed under (issue 23) ----------------------
+
+_BUFFER = 64 * 1024  # a fixed buffer's size: texts longer than this are where the next two go wrong
+
+
+@mutant("K-NO-KERNEL-CUT")
+class RendersLongTextsCut(ReferenceKernel):
+    """Copies each section's text into the prompt through a fixed 64 KiB buffer: the rest of a longer text is
+    lost from the prompt, though the chain still holds it."""
+
+    def render_section(self, section):
+        text = tokens.text_of(section["content"]).encode()[:_BUFFER].decode(errors="ignore")
+        return f"<<< {section['label']} | {section['provider']} >>>\n{text}\n<<< end {section['label']} >>>"
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-ASSEMBLED-LAST-TURN", "K-HISTORY-TOKENS", "K-BUDGET-REJECT",
+                                    "K-COMPACTOR-BUDGET", "K-BUDGET-VALIDATE"])
+class EstimatesLongTexts(ReferenceKernel):
+    """Spares the tokenizer a long content: past 64 KiB of text it counts by the formula, as a kernel guarding
+    its model provider's request size would."""
+
+    def tokenizer_count(self, content, model, call):
+        if len(tokens.text_of(content).encode()) > _BUFFER:
+            return None
+        return super().tokenizer_count(content, model, call)
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-COUNT-EXACT-FLAG", "K-ASSEMBLED-LAST-TURN", "K-HISTORY-TOKENS",
+                                    "K-BUDGET-REJECT", "K-COMPACTOR-BUDGET", "K-BUDGET-VALIDATE"])
+class ZeroCountIsNoAnswer(ReferenceKernel):
+    """Takes a tokenizer's count of 0 for a missing answer (a falsy test where `is None` was meant) and falls
+    back to the formula."""
+
+    def tokenizer_count(self, content, model, call):
+        return super().tokenizer_count(content, model, call) or None
+
+
+@mutant("K-TOKEN-BUDGET", also=["KC-BUDGET-SUM-WARN"])
+class CapsKeptAsDoubles(ReferenceKernel):
+    """Keeps caps in a double, as a kernel whose configuration is read into a JSON number would: exact up to
+    2^53, rounded past it (held within int64, so the rounded cap still fits the wire)."""
+
+    def resolve_cap(self, provider):
+        return min(int(float(super().resolve_cap(provider))), 2**63 - 1)
+
+
+@mutant("K-TURN-FIELDS")
+class TidiesPaths(ReferenceKernel):
+    """Normalizes working_directory and every touched path (a trailing slash, '.', '..', '//') before passing
+    them on, as a path library would."""
+
+    def turn_fields(self, turn):
+        fields = super().turn_fields(turn)
+        tidy = lambda path: posixpath.normpath(path) if path else path
+        return fields | {"working_directory": tidy(fields["working_directory"]),
+                         "files_touched": [tidy(p) for p in fields["files_touched"]]}
+
+
+@mutant("K-ASSEMBLED-LAST-TURN", "K-HISTORY-TO-COMPACTOR", also=["K-HISTORY-TOKENS", "K-HISTORY-NOT-TO-OTHERS"])
+class ForgetsIdleSessions(ReferenceKernel):
+    """Keeps the 10 sessions used last, forgetting the least recently used one when an eleventh opens: a
+    forgotten session starts again with no history and no last-turn total."""
+
+    KEPT = 10
+
+    def assemble(self, request, call):
+        session_id = request["turn"]["session_id"]
+        if session_id in self.sessions:
+            self.sessions[session_id] = self.sessions.pop(session_id)  # most recently used last
+        elif len(self.sessions) >= self.KEPT:
+            del self.sessions[next(iter(self.sessions))]
+        return super().assemble(request, call)
+
+
+@mutant("K-HISTORY-TO-COMPACTOR", also=["K-HISTORY-TOKENS", "K-APPLY-REWRITTEN-HISTORY"])
+class KeepsRecentHistory(ReferenceKernel):
+    """Keeps a session's conversation to its last 300 messages, forgetting older ones."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        session.history = session.history[-300:]
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class FingerprintsForeignText(ReferenceKernel):
+    """Compares foreign sections by a fingerprint: every field, but each text block by its length and its first
+    256 characters only."""
+
+    def in_scope(self, provider, chain, sections):
+        def key(section):
+            blocks = [(len(t), t[:256]) for t in tokens.texts_of(section["content"])]
+            return {**section, "content": [len(section["content"]), blocks]}
+        n = len(chain)
+        return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
+            and all(s["provider"] == provider.name for s in sections[n:])
+
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class OwnNameFolded(ReferenceKernel):
+    """Matches its own sections to a provider by name with case and surrounding white space folded away."""
+
+    def in_scope(self, provider, chain, sections):
+        fold = lambda name: name.strip().casefold()
+        n = len(chain)
+        return len(sections) >= n and sections[:n] == chain and all(fold(s["provider"]) == fold(provider.name)
+                                                                       for s in sections[n:])
+
+
+@mutant("K-ERR-INVALID-REQUEST-NO-RETRY")
+class RetriesWhatSaysRetryable(ReferenceKernel):
+    """Retries once any failure whose ContextError says retryable, whatever its category."""
+
+    def contribute(self, provider, request, call):
+        try:
+            return super().contribute(provider, request, call)
+        except CallFailed as failure:
+            if not (failure.context_error or {}).get("retryable"):
+                raise
+            return super().contribute(provider, request, call)
+
+
 # --- caught only by the property tests (the golden vectors never reach these corners) ------
 
 @mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"], property_only=True)
@@ -971,7 +1093,7 @@ class TrustsFiguresAfterFirstSection(ReferenceKernel):
                    for i, s in enumerate(sections)) > budget
 
 
-@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"], property_only=True)
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class ScopeIgnoresFlags(ReferenceKernel):
     """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated
     flags. The reply it wrongly accepts reaches the chain, as in the counterexample the ci profile reports;
