@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import re
 import select
 import shlex
 import shutil
@@ -35,28 +34,6 @@ ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT
 MAX_LINE = 4 * 1024 * 1024
 STDERR_LINE = 4096      # bytes kept of one stderr line, and lines kept: at most ~800 KB, however much is written
 STDERR_LINES = 200
-
-
-# A double holds every integer up to 2^53 exactly, and a JSON parser may read every number as one (JavaScript's
-# does). An int64 past that is written as a string, as the proto3 JSON mapping allows.
-_SAFE_INTEGER = 2**53 - 1
-_LONG_NUMBER = re.compile(r"\d{16}")  # an integer past 2^53 has 16 digits or more
-
-
-def encode(message: dict) -> str:
-    """One message as a JSON line's text; an integer no double holds exactly as a string."""
-    text = json.dumps(message, ensure_ascii=False)
-    return json.dumps(_exact(message), ensure_ascii=False) if _LONG_NUMBER.search(text) else text
-
-
-def _exact(value):
-    if isinstance(value, dict):
-        return {key: _exact(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_exact(item) for item in value]
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _SAFE_INTEGER:
-        return str(value)
-    return value
 
 
 def resolve_command(command: str, cwd: Path | None = None) -> list[str]:
@@ -210,7 +187,7 @@ class JsonLinesProcess:
         must not hang the suite once the pipe is full."""
         assert self.process and self.process.stdin
         trace.record("stdio", trace.TO_IMPL, message)
-        data = encode(message).encode("utf-8") + b"\n"
+        data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
         deadline = time.monotonic() + self.timeout
         try:
             fd = self.process.stdin.fileno()

@@ -28,8 +28,29 @@ function nextLine() {
 }
 
 // Caps, windows and ceilings are int64 and held as BigInt: a Number is exact only up to 2^53. The suite writes
-// an int64 past that as a string, and so does the shim; a BigInt a Number holds goes out as a number.
+// int64 as JSON numbers, which JSON.parse would round past that: `parse` reads those as strings first. The
+// shim writes a BigInt a Number holds as a number, a larger one as a string (the proto3 JSON mapping allows both).
 const wire = (key, value) => (typeof value === "bigint" ? (Number.isSafeInteger(Number(value)) ? Number(value) : String(value)) : value);
+
+// JSON.parse, with every integer of 16 digits or more (outside strings) read as a string of its digits.
+function parse(line) {
+  if (!/\d{16}/.test(line)) return JSON.parse(line);
+  let out = "", inString = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (inString) {
+      out += c;
+      if (c === "\\") out += line[++i];
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') { inString = true; out += c; continue; }
+    const digits = /^-?\d{16,}(?![.eE\d])/.exec(line.slice(i, i + 40));
+    if (digits) { out += `"${digits[0]}"`; i += digits[0].length - 1; continue; }
+    out += c;
+  }
+  return JSON.parse(out);
+}
 
 function send(message) {
   process.stdout.write(JSON.stringify(message, wire) + "\n");
@@ -50,7 +71,7 @@ async function call(name, provider, request) {
   send(message);
   const line = await nextLine();
   if (line === null) process.exit(0); // the suite went away
-  const answer = JSON.parse(line);
+  const answer = parse(line);
   if (answer.error) throw new CallFailed(answer.error);
   return answer.result;
 }
@@ -283,7 +304,7 @@ const OPS = {
 async function main() {
   for (let line = await nextLine(); line !== null; line = await nextLine()) {
     if (!line.trim()) continue;
-    const request = JSON.parse(line);
+    const request = parse(line);
     const op = OPS[request.op];
     let reply;
     try {
