@@ -80,7 +80,7 @@ class CarriesAnotherSessionsChain(ReferenceKernel):
         return list(getattr(self, "_last", []))
 
 
-@mutant("K-SEQUENTIAL")
+@mutant("K-SEQUENTIAL", also=["K-ERR-INVALID-REQUEST-NO-RETRY"])  # the twin is a retry, of an invalid one too
 class HedgedFirstCall(ReferenceKernel):
     """Sends the first provider's request twice at once and keeps the first answer (a 'hedged' request)."""
 
@@ -474,14 +474,27 @@ class RecountSingleBlockOnly(ReferenceKernel):
                    for s in sections) > budget
 
 
-@mutant("K-BUDGET-REJECT", also=["K-COUNT-RESOLUTION"])
+@mutant("K-BUDGET-REJECT", also=["K-COUNT-RESOLUTION", "K-PRIOR-SECTIONS"])
 class RejectsAtBudget(ReferenceKernel):
     """Rejects a provider exactly at its budget (>= instead of >). Where the model's tokenizer counts exactly
     the budget and the fallback formula counts more, dropping the sections looks the same as counting with
-    the formula, and the judge charges the count (kernel_judge._kept_nothing): K-COUNT-RESOLUTION."""
+    the formula, and the judge charges the count (kernel_judge._kept_nothing): K-COUNT-RESOLUTION. Where the
+    sections counted in one request come under the budget, dropping them is dropping a reply no reading
+    rejects: K-PRIOR-SECTIONS."""
 
     def over_budget(self, sections, budget, model, call):
         return sum(self.count(s["content"], model, call) for s in sections) >= budget and bool(sections)
+
+
+@mutant("K-COMPACTOR-BUDGET", also=["K-BUDGET-VALIDATE"])
+class TrustsFiguresAfterFirstSection(ReferenceKernel):
+    """Recounts the first section of a reply but trusts the stated figure of any further ones: a compactor's
+    returned chain (a compactor vector shows it, and so does the ci profile's first counterexample), and any
+    provider's reply elsewhere."""
+
+    def over_budget(self, sections, budget, model, call):
+        return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
+                   for i, s in enumerate(sections)) > budget
 
 
 @mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", "K-TRUNCATED-NOT-ENOUGH"])
@@ -693,7 +706,7 @@ class RendersRepeatedSectionsOnce(ReferenceKernel):
         return super().render(kept)
 
 
-@mutant("K-NO-KERNEL-CUT")
+@mutant("K-NO-KERNEL-CUT", also=["K-PROMPT-BOUNDARIES"])  # a label with a CRLF in it is changed too
 class NormalizesLineEndings(ReferenceKernel):
     """Turns Windows line endings into Unix ones when it renders the prompt."""
 
@@ -714,9 +727,11 @@ class LetsProvidersSignForLaterOnes(ReferenceKernel):
         return sections[:n] == chain and all(s["provider"] in later for s in sections[n:])
 
 
-@mutant("K-PRIOR-SECTIONS")
+@mutant("K-PRIOR-SECTIONS", also=["K-NON-TEXT-REJECT"])
 class ForeignRewriteWipesTheChain(ReferenceKernel):
-    """Throws the whole chain away, not just the reply, when a non-compactor returns rewritten_history."""
+    """Throws the whole chain away, not just the reply, when a non-compactor returns rewritten_history. Where
+    that reply also holds a non-text section, the chain it leaves is none a non-text outcome accepts either, and
+    the judge charges that rule."""
 
     def on_foreign_rewrite(self, provider, chain, reply, session, diagnostics):
         super().on_foreign_rewrite(provider, chain, reply, session, diagnostics)
@@ -1082,16 +1097,6 @@ class RetriesWhatSaysRetryable(ReferenceKernel):
 
 
 # --- caught only by the property tests (the golden vectors never reach these corners) ------
-
-@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"], property_only=True)
-class TrustsFiguresAfterFirstSection(ReferenceKernel):
-    """Recounts the first section of a reply but trusts the stated figure of any further ones (a compactor's
-    chain too, when the counterexample has one)."""
-
-    def over_budget(self, sections, budget, model, call):
-        return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
-                   for i, s in enumerate(sections)) > budget
-
 
 @mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class ScopeIgnoresFlags(ReferenceKernel):

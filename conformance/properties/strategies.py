@@ -498,7 +498,14 @@ def _content(spec: dict) -> list[dict]:
 
 def _count(specs: list[dict], model: dict) -> int:
     """What the kernel's count of these short-form sections is on this model (tokenizer or formula)."""
-    return sum(tokens.count(_content(spec), exact=model["count_tokens"]) for spec in specs)
+    return sum(_model_count(_content(spec), model) for spec in specs)
+
+
+def _model_count(content: list[dict], model: dict) -> int:
+    """CountTokens for a generated model: its own tokenizer when it has one, else the formula."""
+    if model["count_tokens"]:
+        return tokens.KERNEL_TOKENIZERS[model.get("tokenizer", "words")](content)
+    return tokens.fallback_count(content)
 
 
 def readings(specs: list[dict], model: dict) -> dict[str, int]:
@@ -507,10 +514,9 @@ def readings(specs: list[dict], model: dict) -> dict[str, int]:
     figures the sections state taken on trust. Under the formula the first three differ wherever a block's
     byte length is not a multiple of four."""
     blocks = [b for spec in specs for b in _content(spec)]
-    exact = model["count_tokens"]
     stated = sum(spec.get("tokens", _count([spec], model)) for spec in specs)
-    return {"each section": _count(specs, model), "one request": tokens.count(blocks, exact),
-            "each block": sum(tokens.count([b], exact) for b in blocks), "stated": stated}
+    return {"each section": _count(specs, model), "one request": _model_count(blocks, model),
+            "each block": sum(_model_count([b], model) for b in blocks), "stated": stated}
 
 
 # --- large scenarios: each switched dimension made large after the usual scenario is drawn -------------------
