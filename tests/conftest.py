@@ -69,7 +69,7 @@ def ctxconf(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Co
                           text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-MANIFESTS = ROOT / "conformance" / "reference" / "manifests"
+MANIFESTS = ROOT / "examples" / "manifests"
 
 
 def certify_provider(factory, manifest_name: str, vectors, run_dir: Path, command: str | None = None):
@@ -101,6 +101,6 @@ def processes_under(folder: Path) -> list[int]:
 
 def pytest_collection_modifyitems(items):
     """The self-test is most of the run, and the packaging test and the demo matrix (two mutants' counterexamples
-    shrunk for 20 s each) are long single tests: hand them to the workers first, so that the short tests fill
+    shrunk) are long single tests: hand them to the workers first, so that the short tests fill
     the gaps at the end instead of one long test running alone."""
     items.sort(key=lambda item: item.path.name not in ("test_selftest.py", "test_packaging.py", "test_matrix.py"))

@@ -51,7 +51,7 @@ def test_the_bundled_files_use_no_aliases_and_stay_shallow():
     """What the reader refuses, the suite's own files never needed (so the limits cost nothing)."""
     from conformance.data import paths
     from conformance.data.schemas import read_yaml
-    files = list(paths.VECTORS.rglob("*.yaml")) + list((paths.PACKAGE / "reference" / "manifests").glob("*.yaml"))
+    files = list(paths.VECTORS.rglob("*.yaml")) + list((paths.EXAMPLES / "manifests").glob("*.yaml"))
     assert len(files) > 20
     for path in files:
         read_yaml(Path(path))

@@ -15,7 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CI = ROOT / "ci"
 SCRIPT = CI / "certify.sh"
-MANIFEST = ROOT / "conformance/reference/manifests/filereader.yaml"
+MANIFEST = ROOT / "examples/manifests/filereader.yaml"
 CTXCONF = Path(sys.executable).parent / "ctxconf"
 
 

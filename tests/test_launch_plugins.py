@@ -125,3 +125,19 @@ def test_a_kernel_that_goes_round_its_plugins_is_a_case_error(tmp_path):
     errors = [c["error"] for c in report["cases"] if c.get("error")]
     assert errors and all("through the harness's own callbacks" in e for e in errors), errors
     assert _left_running(tmp_path) == []
+
+
+@pytest.mark.parametrize("target", [("--python", "tests.test_launch_plugins:LeavesPluginsRunningWithoutReload"),
+                                    ("--stdio", f"{sys.executable} {RUNNERS / 'stdio_shim.py'} "
+                                                "tests.test_launch_plugins:LeavesPluginsRunningWithoutReload")],
+                         ids=["python", "stdio"])
+def test_a_kernel_that_does_not_reload_is_told_to_stop_once(tmp_path, target):
+    """Without reload, each case's kernel is stopped at the end of the case; closing the binding afterwards must
+    not send stop a second time (issue 25)."""
+    trace = tmp_path / "trace.jsonl"
+    run, _ = _run(tmp_path, *target, "--trace", str(trace))
+    assert run.returncode == 0, run.stdout[-2000:]
+    rows = [json.loads(line) for line in trace.read_text().splitlines()]
+    stops = [r for r in rows if r["message"].get("op") == "stop"]
+    hellos = [r for r in rows if r["message"].get("op") == "hello"]
+    assert stops and len(stops) == len(hellos), (len(stops), len(hellos))  # one stop per kernel process started

@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from conformance.engine import provider_driver
+from conformance.engine.case_dir import CaseDir
 from conformance.engine.provider_checks import Checker
 from conformance.data.provider_cases import ProviderCase, Step
 from conformance.engine.provider_driver import ProviderTranscript, StepRecord, change_files
@@ -49,7 +50,8 @@ def test_unreadable_is_a_permission_where_permissions_stop_reads_else_a_symlink_
     target = tmp_path / "as-is" / "CLAUDE.md"
     if os.geteuid() == 0:  # root reads a file without permissions: the suite falls back to a symlink loop
         assert target.is_symlink() and os.readlink(target) == "CLAUDE.md" and "symlink" in transcript.spoiled["CLAUDE.md"]
-    monkeypatch.setattr(provider_driver, "_readable", lambda path: False)  # as a user without the right to read
+    real = CaseDir.forbid_reading
+    monkeypatch.setattr(CaseDir, "forbid_reading", lambda self, name, what: real(self, name, what) or True)  # a user
     (tmp_path / "user").mkdir()
     transcript = _spoil(tmp_path / "user", "unreadable")
     mode = (tmp_path / "user" / "CLAUDE.md").lstat().st_mode

@@ -117,8 +117,9 @@ def test_a_reader_that_keeps_something_other_than_a_prefix_was_failed_and_now_pa
     results = certify_provider(reader, "filereader", bundled(provider_vectors, REDUCED), tmp_path / "new")
     assert failed_requirements(results) == set()
     judged = findings(results, "P-SELF-REDUCE")
-    assert [f.passed for f in judged if not f.where.startswith("at ")] == [True] * 4, "judged at 103, 60, 32 and 5"
-    assert all(f.passed for f in judged) and len(judged) > 4, "and at every budget the first step sweeps"
+    # at 5 only the heading fits, which a reader may keep with its paragraph (R-SELF-REDUCE-CONTRIBUTES)
+    assert [f.passed for f in judged if not f.where.startswith("at ")] == [True] * 3, "judged at 103, 60 and 32"
+    assert all(f.passed for f in judged) and len(judged) > 3, "and at every budget the first step sweeps"
 
 
 @pytest.mark.parametrize("name", ["GivesUpWhenOverBudget", "EmptySectionWhenOverBudget",

@@ -86,7 +86,7 @@ def test_bad_options_are_a_usage_error(tmp_path, args, says):
 
 
 def test_a_provider_is_certified_with_its_manifest(tmp_path):
-    manifest = ROOT / "conformance" / "reference" / "manifests" / "filereader.yaml"
+    manifest = ROOT / "examples" / "manifests" / "filereader.yaml"
     run = _pytest(tmp_path, "--ctxconf-provider", "conformance.reference.filereader:create", "--ctxconf-manifest",
                   str(manifest), "--ctxconf-args=--profile ci")
     assert run.returncode == 0 and "verdict: CONFORMANT" in run.stdout, run.stdout[-3000:]

@@ -1,7 +1,9 @@
 """The rough edges a newcomer hits (issue 25): each test fails on the old behaviour."""
 
+import io
 import subprocess
 import sys
+from pathlib import Path
 
 from conformance.data import catalog as catalog_mod
 from conformance.engine.results import ERROR, FAIL, CaseResult, Finding
@@ -9,7 +11,7 @@ from conformance.reports.markdown import to_markdown
 from conformance.reports.verdict import Report, RequirementResult
 from tests.conftest import ROOT, ctxconf
 
-SHIM = ROOT / "conformance" / "runners" / "python" / "stdio_shim.py"
+SHIM = ROOT / "runners" / "python" / "stdio_shim.py"
 
 
 def _report(results, cases=(), **extra) -> Report:
@@ -99,3 +101,31 @@ def test_an_implementation_that_never_starts_gets_one_clear_error_and_the_verdic
     assert run.stdout.count("can't open file") == 2, run.stdout  # the error once, and the verdict's cause
     assert "  ERROR " not in run.stdout and "cases that errored" not in run.stdout
     assert "the implementation never started: the implementation closed its stdout" in run.stdout.split("verdict:")[1]
+
+
+def test_the_self_test_says_each_subject_as_it_finishes():
+    run = ctxconf("selftest", "-k", "JoinedBySpace", timeout=300)
+    lines = [line for line in run.stderr.splitlines() if line.startswith("[")]
+    assert run.returncode == 0 and len(lines) == 2 and lines[-1].startswith("[2/2] clean "), run.stderr
+
+
+def test_a_property_run_says_which_scenario_it_is_on(monkeypatch):
+    from conformance.bindings.base import KERNEL_PROTOCOL
+    from conformance.bindings.python import PythonBinding
+    from conformance.commands.funnel import run_cases
+    from conformance.engine.connection import Connection
+    from conformance.properties.runner import PropertyRun
+    from conformance.reference.kernel import ReferenceKernel
+    from conformance.reports import progress
+
+    heard: list[str] = []
+    with Connection(lambda: PythonBinding("t", KERNEL_PROTOCOL, 10.0, factory=ReferenceKernel)) as connection:
+        [case] = run_cases("kernel", connection, [], PropertyRun(profile="ci", examples=5), Path("."),
+                           on_progress=heard.append)
+    assert case.status == "pass" and heard == [f"scenario {n} of 5" for n in range(1, 6)]
+    # In a log (no terminal), a line at most every UPDATE_EVERY seconds.
+    monkeypatch.setattr(progress, "UPDATE_EVERY", 0.0)
+    shown = progress.RunProgress(3)
+    shown.console.file = io.StringIO()
+    shown.update("scenario 7 of 60")
+    assert shown.console.file.getvalue() == "[1/3]   scenario 7 of 60\n"

@@ -98,6 +98,7 @@ class Binding(Protocol):
     implementation: dict
     broken: bool  # after a harness error: no further op may be sent
     closing_note: str | None  # set by close(): what closing found against the protocol (killed, left processes)
+    stopped: bool  # told to stop already (the plugin-launching mode stops a kernel itself): close() does not again
 
     def start(self) -> dict: ...
 

@@ -120,8 +120,8 @@ class GrpcKernelBinding:
     def close(self) -> None:
         """Stop, then close; a launched harness that answered Stop must exit, and leave nothing running
         (a closing_note otherwise, which the connection charges to the last case, as over stdio)."""
-        stopped = False
-        if self.stub is not None and not self.broken:
+        stopped = getattr(self, "stopped", False)
+        if self.stub is not None and not self.broken and not stopped:
             try:
                 self.stub.Stop(harness_pb2.StopRequest(), timeout=2)
                 stopped = True

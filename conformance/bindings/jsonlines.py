@@ -218,8 +218,9 @@ class JsonLinesProcess:
                 raise TimeoutError  # even with more lines waiting: a flood of callbacks is no answer
             raw = self._read_line(wait if deadline is None else deadline - time.monotonic())
         except TimeoutError:
-            raise HarnessError(f"no answer within {wait:g}s (the per-call timeout, callbacks included; "
-                               "--timeout sets it)" + self._stderr_note()) from None
+            raise HarnessError(f"no answer within {wait:g}s of its own time (the per-call timeout, which the "
+                               "suite's answers to its callbacks do not use up, but a whole op with its callbacks "
+                               "may take 10 of; --timeout sets it)" + self._stderr_note()) from None
         if raw is None:
             raise HarnessError(self.died("closed its stdout"))
         return self._parse(raw)

@@ -145,18 +145,20 @@ class LaunchingKernel:
             if reloads:
                 self.inner.request("load", {"config": {**config, "providers": []}})
             else:
-                self.inner.request("stop", {})
+                self._stop_inner()
         launches = [launch for report in reports for launch in _read(report)]
         self._wait_for_exit(launches)
         if reloads and not self.inner.broken and not all(launch["exited"] for launch in launches):
             # R-PLUGIN-LIFETIME: a kernel may keep a configuration's plugins until it stops. Told to stop, it
             # must let them go; it is not used again (a fresh one serves the next case).
-            self.inner.request("stop", {})
+            self._stop_inner()
             self.stopped = True
             self._wait_for_exit(launches)
+        # Plugins left running are charged already (K-PLUGIN-SHUTDOWN): killed before the kernel's binding closes,
+        # so that closing does not charge them a second time, as processes the kernel left behind.
+        self._kill_leftovers()
         if not reloads or self.stopped:
             self._close_inner()
-        self._kill_leftovers()
         return launches
 
     def _wait_for_exit(self, launches: list[dict]) -> None:
@@ -168,6 +170,11 @@ class LaunchingKernel:
                 time.sleep(0.02)
             launch["exited"] = not _alive(launch["pid"])
             launch["handed_secret"] = PLANTED_SECRET[0] in launch.get("env", ()) if self.planted else None
+
+    def _stop_inner(self) -> None:
+        """Stop, once: closing the binding afterwards must not send it again."""
+        self.inner.request("stop", {})
+        self.inner.stopped = True
 
     def _close_inner(self) -> None:
         if not self.closed:

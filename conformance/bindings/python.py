@@ -124,7 +124,7 @@ class PythonBinding:
         return ""
 
     def close(self) -> None:
-        if callable(getattr(self.obj, "stop", None)) and not self.broken:
+        if callable(getattr(self.obj, "stop", None)) and not self.broken and not getattr(self, "stopped", False):
             try:
                 self.request("stop", {})  # through request(), so that a trace sees it too
             except Exception:

@@ -23,6 +23,7 @@ from conformance.bindings import trace
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, HarnessError
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
+from conformance.engine import provider_checks
 from conformance.engine.connection import Connection
 from conformance.commands.funnel import run_cases
 from conformance.engine.results import CaseResult
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 REFERENCE_KERNEL = "conformance.reference.kernel:create"
 REFERENCE_PROVIDER = "conformance.reference.filereader:create"
-REFERENCE_MANIFEST = paths.PACKAGE / "reference" / "manifests" / "filereader.yaml"
+REFERENCE_MANIFEST = paths.EXAMPLES / "manifests" / "filereader.yaml"
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,10 @@ def certify(plan: Plan) -> Report:
             parallel = jobs > 1 and len(vectors) > 1
             cases = _parallel_vectors(args, role, vectors, Path(workdir), jobs, progress.finished) if parallel else []
             cases += run_cases(role, connection, [] if parallel else vectors, run, Path(workdir), plan.manifest,
-                               progress.finished, progress.starting)
+                               progress.finished, progress.starting, progress.update)
             implementation = connection.implementation
+    if role == "provider":
+        cases = provider_checks.judge_over_run(cases)
     return plan.report(cases, implementation, time.perf_counter() - started)
 
 

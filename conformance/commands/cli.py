@@ -275,7 +275,8 @@ def _replay(args: argparse.Namespace) -> int:
 def _selftest(args: argparse.Namespace) -> int:
     from conformance.commands import selftest
     started = time.perf_counter()
-    outcomes = selftest.run(args.profile, args.seed, args.jobs, args.filter)
+    outcomes = selftest.run(args.profile, args.seed, args.jobs, args.filter,
+                            on_done=lambda *done: print(selftest.progress_line(*done), file=sys.stderr, flush=True))
     if not outcomes:
         raise InputError("--filter", f"no implementation's name contains {args.filter!r}")
     seconds = time.perf_counter() - started

@@ -5,6 +5,7 @@ to how a run proceeds is made once."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -21,8 +22,10 @@ if TYPE_CHECKING:
 
 def run_cases(role: str, connection: Connection, vectors: list, run: PropertyRun | None, workdir: Path,
               manifest: Manifest | None = None, on_result: Callable[[CaseResult], None] = lambda r: None,
-              on_properties: Callable[[str], None] = lambda what: None) -> list[CaseResult]:
-    """Every vector, one case after another, then (with `run`) the property tests as one more case."""
+              on_properties: Callable[[str], None] = lambda what: None,
+              on_progress: Callable[[str], None] | None = None) -> list[CaseResult]:
+    """Every vector, one case after another, then (with `run`) the property tests as one more case;
+    `on_progress` hears how far they have got."""
     if role == "kernel":
         cases = kernel_run.run_vectors(connection, vectors, on_result)
     else:
@@ -32,6 +35,7 @@ def run_cases(role: str, connection: Connection, vectors: list, run: PropertyRun
         seed = f"seed {run.seed}" if run.seed is not None else "its fixed seed"
         on_properties(f"property tests, profile {run.profile}, {seed}")
         trace.set_case(CASE_IDS[role])
+        run = replace(run, progress=on_progress) if on_progress else run
         cases.append(kernel_property(connection, run) if role == "kernel" else
                      provider_property(connection, run, manifest, workdir / "properties"))
         on_result(cases[-1])

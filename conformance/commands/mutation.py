@@ -87,7 +87,7 @@ from cosmic_ray.operators.operator import Example, Operator
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "conformance" / "reference"
-MANIFESTS = REFERENCE / "manifests"
+MANIFESTS = REPO / "examples" / "manifests"
 DEFAULT_REPORT_DIR = REPO / "docs" / "mutation"
 DEFAULT_WORK_DIR = Path(tempfile.gettempdir()) / "ctxconf-mutation"
 INCOMPETENT_EXIT = 97  # the child's exit code when the mutated module does not import

@@ -17,7 +17,7 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
 from conformance.commands.certify import ROLES
 from conformance.commands.funnel import run_cases
+from conformance.engine import provider_checks
 from conformance.engine.connection import Connection
 from conformance.engine.results import CaseResult
 from conformance.properties.runner import PropertyRun
@@ -40,7 +41,7 @@ from conformance.proofs import kernel_mutants, kernel_variants, provider_mutants
 from conformance.reports.verdict import build
 from conformance.reference import compactor, filereader, kernel
 
-MANIFESTS = paths.PACKAGE / "reference" / "manifests"
+MANIFESTS = paths.EXAMPLES / "manifests"
 PROPERTY_ONLY_EXAMPLES = 300  # property-only mutants hide in corners; give the search room
 OTHER_BINDING_EXAMPLES = 5    # over stdio and gRPC the python run's scenarios only need their transport proven
 CAUGHT_MUTANT_EXAMPLES = 5    # the vectors caught it; the properties only have to show they blame nothing else
@@ -170,6 +171,8 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
         properties = properties and not subject.vectors_under
         manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml") if subject.role == "provider" else None
         cases = run_cases(subject.role, connection, vectors, None, Path(workdir), manifest)
+        if subject.role == "provider":
+            cases = provider_checks.judge_over_run(cases)
         # How hard the properties must look depends on what the vectors already caught.
         run = _property_run(subject, profile, seed, _failed(cases))
         generated = run_cases(subject.role, connection, [], run, Path(workdir), manifest) if properties else []
@@ -268,19 +271,32 @@ def cores() -> int:
 
 
 def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, only: str = "",
-        where=lambda subject: True) -> list[Outcome]:
+        where=lambda subject: True, on_done=lambda outcome, done, total: None) -> list[Outcome]:
     """Certify every subject (or those whose name contains `only`, and that `where` picks), the slowest first,
-    in `jobs` processes."""
+    in `jobs` processes; `on_done` hears of each as it finishes."""
     everyone = [s for s in subjects() if only in s.name and where(s)]
     keys = [s.key for s in slowest_first(everyone)]
     workers = jobs or min(len(keys), cores())
+    done: list[Outcome] = []
     if workers <= 1:
-        done = [_certify_by_key(k, profile, seed) for k in keys]
+        for key in keys:
+            done.append(_certify_by_key(key, profile, seed))
+            on_done(done[-1], len(done), len(keys))
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(_certify_by_key, keys, [profile] * len(keys), [seed] * len(keys)))
+            for future in as_completed([pool.submit(_certify_by_key, k, profile, seed) for k in keys]):
+                done.append(future.result())
+                on_done(done[-1], len(done), len(keys))
     by_key = {o.subject.key: o for o in done}
     return [by_key[s.key] for s in everyone]
+
+
+def progress_line(outcome: Outcome, done: int, total: int) -> str:
+    """One line per subject as it finishes, for stderr: the run is long and otherwise silent."""
+    s = outcome.subject
+    status = ("killed" if outcome.killed and not outcome.problem else "NOT KILLED") if s.mutant else \
+        ("clean" if not outcome.problem else "FALSE FAILURE")
+    return f"[{done}/{total}] {status:<13} {s.name} ({s.role}, {s.binding}) {outcome.seconds:.1f}s"
 
 
 def idle_vectors(outcomes: list[Outcome], roles: tuple[str, ...] = ("kernel", "provider")) -> list[str]:

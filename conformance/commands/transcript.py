@@ -75,7 +75,7 @@ def run(guide: Guide) -> list[dict]:
         trace = Path(folder) / "trace.jsonl"
         argv = [guide.role, "-k", guide.case, "--no-properties", "--stdio", shim, "--trace", str(trace)]
         if guide.role == "provider":
-            argv += ["--manifest", str(paths.PACKAGE / "reference" / "manifests" / "filereader.yaml")]
+            argv += ["--manifest", str(paths.EXAMPLES / "manifests" / "filereader.yaml")]
         done = subprocess.run([sys.executable, "-m", "conformance", *argv], capture_output=True, text=True,
                               cwd=folder, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
         if done.returncode != 0:

@@ -100,16 +100,21 @@ def case_models(doc: dict, source: str = "the vector") -> dict[str, str]:
     return models
 
 
+SELF = "${self}"  # a prior section's provider that stands for the name the provider is declared under
+
+
 def contribute_request(step: Step, default_budget: int, workdir: Path, run: int = 0,
-                       models: dict[str, str] | None = None) -> dict:
+                       models: dict[str, str] | None = None, own_name: str = "") -> dict:
     """The ContextRequest of a contribute step. Each sub-run of a vector is a session of its own; the
-    figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target."""
+    figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target.
+    A prior section whose provider is ${self} carries the provider's own name: a kernel carrying the
+    chain across turns hands it its own earlier sections (R-FIRING-STARTS-EMPTY)."""
     spec = step.spec
     target = {**DEFAULT_MODEL, **spec.get("model_target", {})}
     tokenizer = target.pop("tokenizer", (models or SUITE_MODELS).get(target["id"], DEFAULT_TOKENIZER))
     count = lambda content: tokens.count_with(tokenizer, content)[0]  # noqa: E731
     history = shorthand.messages(spec.get("conversation_history", []))
-    prior = [shorthand.section(s, s.get("provider", "another-provider"), "STABILITY_STATIC", count)
+    prior = [shorthand.section({**s, "provider": _owner(s, own_name)}, "", "STABILITY_STATIC", count)
              for s in spec.get("prior_sections", [])]
     return forms.normalize("ContextRequest", {
         "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
@@ -120,3 +125,9 @@ def contribute_request(step: Step, default_budget: int, workdir: Path, run: int 
         "history_tokens": spec.get("history_tokens", count(tokens.history_content(history))),
         "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
     })
+
+
+def _owner(spec: dict, own_name: str) -> str:
+    """Who a prior section in short form belongs to: its provider, ${self} standing for own_name."""
+    provider = spec.get("provider", "another-provider")
+    return (own_name or "the-provider-itself") if provider == SELF else provider

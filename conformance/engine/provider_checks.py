@@ -19,11 +19,16 @@ COVERS = frozenset({
     "P-CAP-CONFIG-SCHEMA", "P-FULL-CHAIN", "P-OWN-SECTIONS-ONLY", "P-NO-REWRITE-UNLESS-COMPACTOR",
     "P-SECTION-LABEL", "P-SECTION-PROVIDER", "P-SECTION-STABILITY", "P-TEXT-ONLY", "P-WITHIN-BUDGET",
     "P-TOKENS-COUNTTOKENS", "P-COUNTTOKENS-TEXT-ONLY", "P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS",
-    "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
+    "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TRUNCATED-FLAG", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
 })
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
 STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
+# The capabilities the spec fixes for the plugin's life (context/protocol.md#getcapabilities); the others
+# (default_token_budget, config_schema) may change, after a Configure for instance.
+STATIC_CAPABILITIES = ("stability", "compactor")
+ATTRIBUTE_TYPES = frozenset({"ATTR_TYPE_STRING", "ATTR_TYPE_NUMBER", "ATTR_TYPE_BOOL", "ATTR_TYPE_LIST_STRING",
+                             "ATTR_TYPE_LIST_NUMBER", "ATTR_TYPE_MAP_STRING", "ATTR_TYPE_OBJECT"})  # config.v1.AttrType
 CUT_MARK = re.compile(r"\s*(…|\.\.\.|\[\.\.\.\])$")  # what a provider may put where it cut its text
 
 
@@ -33,6 +38,27 @@ def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Findi
         checker.check(record)
     checker.check_summaries()
     return checker.findings
+
+
+def static_changes(first: dict, now: dict) -> list[str]:
+    """How the fixed capabilities in `now` differ from those first declared."""
+    return [f"{key} changed from {first.get(key)} to {now.get(key)}" for key in STATIC_CAPABILITIES
+            if first.get(key) != now.get(key)]
+
+
+def schema_gaps(schema: dict, config: dict) -> list[str]:
+    """The config keys that name no attribute of the ConfigSchema with a type, and any attribute of it
+    without a name or a type: a kernel decodes the config by the schema's names and types."""
+    attributes = schema.get("attributes", [])
+    typed = {a.get("name") for a in attributes if a.get("type") in ATTRIBUTE_TYPES}
+    untyped = [f"a type for {a.get('name')!r}" for a in attributes if a.get("name") and a.get("name") not in typed]
+    return [key for key in config if key not in typed and key not in {a.get("name") for a in attributes}] + \
+        untyped + (["a name for one of its attributes"] if any(not a.get("name") for a in attributes) else [])
+
+
+def _kept(section: dict, prior: list[dict], field: str) -> bool:
+    """Whether a prior section of the same provider has this section's value of field."""
+    return (section["provider"], section[field]) in {(p["provider"], p[field]) for p in prior}
 
 
 def own_sections(record: StepRecord, compactor: bool = False, name: str = "") -> list[dict]:
@@ -125,8 +151,10 @@ def _handed_its_own(prior: list[dict], name: str) -> bool:
 def placement(prior: list[dict], sections: list[dict], name: str = "") -> Placement:
     if sections[:len(prior)] == prior or (_handed_its_own(prior, name) and in_place(name, prior, sections)):
         return Placement.PREFIX
+    # A delta leaves out every section of other providers; its own handed-back ones it may drop (R-PLACEMENT).
     keys = {(s["provider"], s["label"]) for s in sections}
-    return Placement.DELTA if not any((p["provider"], p["label"]) in keys for p in prior) else Placement.MOVED
+    foreign = [p for p in prior if p["provider"] != name] or prior
+    return Placement.DELTA if not any((p["provider"], p["label"]) in keys for p in foreign) else Placement.MOVED
 
 
 class Checker:
@@ -215,9 +243,16 @@ class Checker:
                  f"default_token_budget is {budget}; it must be a positive number (R-DEFAULT-BUDGET-POSITIVE)", where)
         self.add("P-CAP-STABILITY", caps.get("stability") in STABILITIES,
                  f"stability is {caps.get('stability')}", where)
-        self.add("P-CAP-CONFIG-SCHEMA", "config_schema" in caps, "the capabilities carry no config_schema", where)
-        self.add("P-CAP-STATIC-PROPERTIES", caps == self.capabilities,
-                 f"the capabilities changed from {self.capabilities} to {caps}", where)
+        self.add("P-CAP-CONFIG-SCHEMA", "config_schema" in caps and not self.schema_gaps(caps),
+                 f"the capabilities carry no config_schema" if "config_schema" not in caps else
+                 f"its config_schema lacks {self.schema_gaps(caps)}: a kernel decodes the manifest's config "
+                 "through the schema's names and types, so Configure would never see those fields", where)
+        changed = static_changes(self.capabilities, caps)
+        self.add("P-CAP-STATIC-PROPERTIES", not changed, "; ".join(changed), where)
+
+    def schema_gaps(self, caps: dict) -> list[str]:
+        """The keys of the manifest's config the capabilities' config_schema does not declare."""
+        return schema_gaps(caps.get("config_schema") or {}, self.manifest.config)
 
     def check_describe(self, record: StepRecord, where: str) -> None:
         """Every field of the ProducerRef the spec names (context/protocol.md#describe) is reported: the
@@ -236,7 +271,6 @@ class Checker:
         request, reply = record.request, record.result
         prior, sections, budget = request["prior_sections"], reply["sections"], request["token_budget"]
         own = own_sections(record, self.compactor, self.manifest.name)
-        written = sections if self.compactor else own
         if not self.compactor:
             if prior:
                 self.check_placement(prior, sections, where)
@@ -250,19 +284,47 @@ class Checker:
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
         else:
+            self.check_compactor_names(prior, own, where)
             if sections:
                 total = self.counting.total(record, sections)
                 self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}",
                          where)
             self.check_history_rewrite(request, reply, where)
             self.note_reduction(record, prior, sections, budget)
-        if written:
-            self.add("P-SECTION-LABEL", all(s["label"] for s in written), "a section has no label", where)
-            self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in written),
+        # What it wrote this firing. A section it hands back exactly as it was sent (its own from an earlier
+        # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given. A compactor
+        # does not answer for a label it kept from the owner's section it rewrote, nor for a stability some
+        # section it was sent carries (a summary may take its original's, under its own name too): a kernel
+        # may keep another provider's unlabelled section (R-MISSING-LABEL).
+        fresh = [s for s in own if s not in prior]
+        labelled = [s for s in fresh if not (self.compactor and _kept(s, prior, "label"))]
+        stable = [s for s in fresh if not (self.compactor and s["stability"] in {p["stability"] for p in prior})]
+        if labelled:
+            self.add("P-SECTION-LABEL", all(s["label"] for s in labelled), "a section has no label", where)
+        if stable:
+            self.add("P-SECTION-STABILITY", all(s["stability"] in STABILITIES for s in stable),
                      "a section has no stability", where)
-            self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in written),
+        if own:
+            self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in own),
                      "a section holds a non-text block", where)
-        self.check_tokens(own, record, where)
+        self.check_tokens(fresh, record, where)
+        self.check_truncated(fresh, record, where)
+
+    def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
+        """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):
+        each it wrote carries its declared name or the name of a provider whose sections it was sent."""
+        names = {self.manifest.name} | {p["provider"] for p in prior}
+        strangers = sorted({s["provider"] for s in written} - names)
+        if written:
+            self.add("P-SECTION-PROVIDER", not strangers, f"it wrote sections under {strangers}, neither its declared "
+                     f"name {self.manifest.name!r} nor that of a provider whose sections it was sent", where)
+
+    def check_truncated(self, own: list[dict], record: StepRecord, where: str) -> None:
+        """R-TRUNCATED-UNIT on every reply of a file reader that read its fixture (what it returns comes
+        from that file, so the flag can be judged against it)."""
+        if own and not self.compactor and self.manifest.reads_files and record.source_text is not None:
+            problems = _truncation_problems(own, record.source_text, record.other_texts)
+            self.add("P-TRUNCATED-FLAG", not problems, "; ".join(problems), where)
 
     def check_placement(self, prior: list[dict], sections: list[dict], where: str) -> None:
         found = placement(prior, sections, self.manifest.name)
@@ -283,12 +345,13 @@ class Checker:
 
     def note_reduction(self, record: StepRecord, prior: list[dict], sections: list[dict], budget: int) -> None:
         """R-SUMMARIZE-EVIDENCE: when the reply reduced a prior chain over a budget with room for a summary,
-        did it summarize anything (a rewrite that is not the original cut short, or new text of its own),
-        or only cut and drop?"""
+        whose content could be summarized (some section of it holds two words or more), did it summarize
+        anything (a rewrite that is not the original cut short, or new text of its own), or only cut and drop?"""
         over = self.counting.total(record, prior) > budget
         def texts(chain: list[dict]) -> list[tuple]:  # the chain as text: recounted figures change nothing
             return [(s["provider"], s["label"], tokens.text_of(s["content"])) for s in chain]
-        if budget < SUMMARY_ROOM or not over or texts(sections) == texts(prior):
+        summarizable = any(len(tokens.text_of(p["content"]).split()) > 1 for p in prior)
+        if budget < SUMMARY_ROOM or not over or not summarizable or texts(sections) == texts(prior):
             return
         originals = {(p["provider"], p["label"]): tokens.text_of(p["content"]) for p in prior}
         summarized = False
@@ -299,37 +362,85 @@ class Checker:
         self.reductions.append(summarized)
 
     def check_summaries(self) -> None:
-        """A compactor none of whose reductions in a case summarized anything gets the SHOULD warning."""
+        """What the case shows of C-SUMMARIZE: a pass when one of its reductions summarized, a warning when
+        none did. The warning stands only if no case of the run summarized (judge_over_run)."""
         if self.compactor and self.reductions:
             self.add("C-SUMMARIZE", any(self.reductions), f"none of its {len(self.reductions)} reduction(s) of an "
-                     "over-budget chain summarized anything: it only cut or dropped (R-SUMMARIZE-EVIDENCE)", "case")
+                     "over-budget chain summarized anything: it only cut or dropped (R-SUMMARIZE-EVIDENCE)", SUMMARY_WHERE)
 
 
-def _truncation_problems(own: list[dict], source: str | None) -> list[str]:
+SUMMARY_WHERE = "the case's reductions"  # where check_summaries' findings are made, to tell them apart
+
+
+def judge_over_run(cases: list) -> list:
+    """R-SUMMARIZE-EVIDENCE over the whole run: a compactor that summarized in some case does not only
+    ever truncate, so the cases where it did not summarize draw no warning. A vector's own `summarizes`
+    assertion stands as written."""
+    def from_invariant(f: Finding) -> bool:
+        return f.requirement == "C-SUMMARIZE" and f.where.endswith(SUMMARY_WHERE)
+    if not any(from_invariant(f) and f.passed for case in cases for f in case.findings):
+        return cases
+    for case in cases:
+        case.findings = [f for f in case.findings if f.passed or not from_invariant(f)]
+    return cases
+
+
+def one_scenario(findings: list[Finding]) -> list[Finding]:
+    """The findings a generated scenario is judged by: one scenario's reductions say nothing of whether the
+    compactor only ever truncates, so its C-SUMMARIZE warning is left to the vectors (judge_over_run)."""
+    return [f for f in findings if f.passed or not (f.requirement == "C-SUMMARIZE" and f.where.endswith(SUMMARY_WHERE))]
+
+
+def _truncation_problems(own: list[dict], source: str | None, others: list[str] = ()) -> list[str]:
     """R-TRUNCATED-UNIT, whitespace aside: sections that together hold the whole source say nothing
     was cut; a section that is one verbatim run of the source starting or ending inside a line says
     it was cut. Anything else may say either: whole lines (only the provider knows whether its unit is
-    the file or a part), a selection of lines from several places, or words of its own (a summary)."""
-    lines = [_flat(line) for line in (source or "").splitlines() if line.strip()]
+    the file or a part), a selection of lines from several places, or words of its own (a summary).
+    The source is taken as it was written and in each stripped form a provider may return
+    (R-TRUNCATED-UNIT: stripping authoring artifacts cuts nothing down). A section that is whole lines of
+    another fixture file (a JIT reader's narrower file) is one of the "anything else"."""
+    forms = _line_forms(source or "")
+    every_form = forms + [lines for other in others for lines in _line_forms(other)]
     texts = [_flat(" ".join(tokens.texts_of(s["content"]))) for s in own]
-    if own and " ".join(texts) == " ".join(lines):
+    if own and any(" ".join(texts) == " ".join(lines) for lines in forms):
         return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
+                + (" (its authoring artifacts stripped)" if " ".join(texts) != " ".join(forms[0]) else "")
                 for s in own if s["truncated"]]
     return [f"section {s['label']!r} is a piece of its source cut inside a line, but says truncated false"
-            for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, lines)]
+            for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, forms, every_form)]
+
+
+def _line_forms(text: str) -> list[list[str]]:
+    """The text's non-blank lines, whitespace flattened, in each of its stripped forms."""
+    return [[_flat(line) for line in form.splitlines() if line.strip()] for form in _stripped_forms(text)]
+
+
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(?:.*?\n)?\1[ \t]*(?:\n|\Z)", re.DOTALL)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_COMMENT_LINES = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*$\n?", re.DOTALL | re.MULTILINE)
+
+
+def _stripped_forms(source: str) -> list[str]:
+    """The source as written, then as each stripping of authoring artifacts leaves it
+    (context/data-types.md#stripping-non-semantic-artifacts): without its front matter (YAML or TOML),
+    without the HTML comments that fill whole lines, or without every HTML comment, or both."""
+    forms = [source]
+    for text in (source, _FRONT_MATTER.sub("", source, count=1)):
+        forms += [text, _COMMENT_LINES.sub("", text), _HTML_COMMENT.sub("", text)]
+    return list(dict.fromkeys(forms))
 
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _cut_inside_a_line(text: str, lines: list[str]) -> bool:
-    """Whether text, with any mark of a cut at its end taken off, is one verbatim run of the source that
-    does not begin and end at line boundaries."""
-    if not text or _whole_lines(text, lines):
+def _cut_inside_a_line(text: str, forms: list[list[str]], whole_forms: list[list[str]]) -> bool:
+    """Whether text, with any mark of a cut at its end taken off, is one verbatim run of the source (in one
+    of its forms) and, in none of whole_forms (the source's and the other fixture files'), a run that begins
+    and ends at line boundaries."""
+    if not text or any(_whole_lines(text, lines) for lines in whole_forms):
         return False
-    joined = " ".join(lines)
-    return any(piece and piece in joined for piece in (text, CUT_MARK.sub("", text)))
+    return any(piece and piece in " ".join(lines) for lines in forms for piece in (text, CUT_MARK.sub("", text)))
 
 
 def _whole_lines(text: str, lines: list[str]) -> bool:
@@ -589,14 +700,15 @@ PROVIDER = Language({
     "counted_text_only": lambda want, seen, checker: [f"a CountTokens request held non-text: {c.refused}"
                                                       for c in seen["counts"]
                                                       if c.refused.startswith("CountTokens content")],
-    "capabilities_unchanged": _capability(lambda caps, checker: caps == checker.capabilities,
-                                          lambda caps: "the capabilities changed"),
+    "capabilities_unchanged": _capability(lambda caps, checker: not static_changes(checker.capabilities, caps),
+                                          lambda caps: "its stability or compactor flag changed"),
     "default_budget_positive": _capability(lambda caps, checker: caps.get("default_token_budget", 0) > 0,
                                            lambda caps: f"default_token_budget {caps.get('default_token_budget', 0)}"),
     "stability_declared": _capability(lambda caps, checker: caps.get("stability") in STABILITIES,
                                       lambda caps: f"stability {caps.get('stability')}"),
-    "config_schema_declared": _capability(lambda caps, checker: "config_schema" in caps,
-                                          lambda caps: "no config_schema"),
+    "config_schema_declared": _capability(lambda caps, checker: "config_schema" in caps and not checker.schema_gaps(caps),
+                                          lambda caps: "no config_schema, or one that leaves out keys the manifest's "
+                                                       "config sets"),
     "producer": _reply(lambda want, seen, checker: [f"producer: {p}" for p in match(want, seen.get("producer") or {})]),
     # what was contributed: a failed call contributed nothing
     "own_sections": _own(lambda want, seen, checker: [] if want.get("min", 0) <= len(seen["own"]) <= want.get(
@@ -615,7 +727,8 @@ PROVIDER = Language({
                           ["the reply is a delta: none of the prior sections"]),
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] is not Placement.MOVED else
                               ["the prior sections are not an untouched prefix"]),
-    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"])),
+    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"],
+                                                                                 seen["record"].other_texts)),
     "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote

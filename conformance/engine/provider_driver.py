@@ -14,12 +14,13 @@ import re
 import shutil
 import weakref
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from conformance.bindings.base import Binding, CallFailed, HarnessError
 from conformance.data.manifest import Manifest, confined, real_path
 from conformance.data.provider_cases import SUITE_MODELS, ProviderCase, Step, contribute_request
 from conformance.data.schemas import MAX_FILE_BYTES
+from conformance.engine.case_dir import CaseDir
 from conformance.engine.kernel_driver import check_quiet
 from conformance.wire import forms, tokens
 
@@ -44,6 +45,7 @@ class StepRecord:
     failure: dict | None = None  # its error answer: {code, message, context_error}
     counts: list[CountRecord] = field(default_factory=list)
     source_text: str | None = None  # the source fixture as it stood at this step (a contribute step)
+    other_texts: list[str] = field(default_factory=list)  # the case's other fixture files then (a JIT reader's)
     unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
     counting_off: bool = False   # the vector had CountTokens fail during this step
     omitted: str = ""            # a configure step's required field left out of this call (missing_required)
@@ -161,6 +163,8 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
              case: ProviderCase, transcript: ProviderTranscript) -> None:
     step, workdir = record.step, transcript.workdir
     record.source_text = _source_text(case, transcript, read=step.kind == "contribute")
+    if step.kind == "contribute":
+        record.other_texts = _other_texts(case, transcript)
     record.counting_off = kernel.failing
     if step.kind in ("delete", "write", "spoil"):
         change_files(step, transcript)
@@ -178,7 +182,7 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
         fields = {"config": {k: v for k, v in config.items() if k != record.omitted}}
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
-        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models)}
+        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models, manifest.name)}
     elif step.kind in ("get_capabilities", "describe"):
         fields = {}
     else:
@@ -201,33 +205,46 @@ def _source_text(case: ProviderCase, transcript: ProviderTranscript, read: bool)
     when it is not a readable file (gone, or spoiled). Its size is checked at every step."""
     if case.source in transcript.spoiled:
         return None
-    source = _confined(transcript.workdir, case.source, "the source fixture")
-    if source.is_file() and source.stat().st_size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
-        raise HarnessError(f"the source fixture {case.source!r} grew to {source.stat().st_size} bytes; the suite "
+    files, what = CaseDir(transcript.workdir), "the source fixture"
+    size = files.size(case.source, what)
+    if size is not None and size > MAX_FILE_BYTES:  # no vector file, so no fixture, is larger
+        raise HarnessError(f"the source fixture {case.source!r} grew to {size} bytes; the suite "
                            f"wrote at most {MAX_FILE_BYTES} (did the implementation write over it?)")
-    return source.read_text(encoding="utf-8", errors="replace") if read and source.is_file() else None
+    data = files.read(case.source, what) if read and size is not None else None
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def _other_texts(case: ProviderCase, transcript: ProviderTranscript) -> list[str]:
+    """The case's fixture files other than the source, as they stand: what a reader that also loads files
+    near the ones touched (context/README.md#firing-cadence--jit-loading) may have read."""
+    written = [name for step in case.steps if step.kind == "write" for name in step.spec]
+    files, texts = CaseDir(transcript.workdir), []
+    for name in dict.fromkeys([*case.files, *written]):
+        if name == case.source or name in transcript.spoiled:
+            continue
+        size = files.size(name, "a fixture file")
+        data = files.read(name, "a fixture file") if size is not None and size <= MAX_FILE_BYTES else None
+        if data is not None:
+            texts.append(data.decode("utf-8", errors="replace"))
+    return texts
 
 
 def change_files(step: Step, transcript: ProviderTranscript) -> None:
     """A delete, write or spoil step. What a spoil step made of a file goes before the file is written or
     deleted again."""
-    workdir, field = transcript.workdir, f"steps[{step.index}].{step.kind}"
+    files, field = CaseDir(transcript.workdir), f"steps[{step.index}].{step.kind}"
     names = [step.spec] if step.kind == "delete" else list(step.spec)
     for name in names:
         if name in transcript.spoiled:
-            _unspoil(workdir / name, field)
+            files.remove(name, field)
             del transcript.spoiled[name]
     if step.kind == "write":
-        write_files(workdir, step.spec, field)
+        write_files(transcript.workdir, step.spec, field)
     elif step.kind == "spoil":
         for name, how in step.spec.items():
-            transcript.spoiled[name] = spoil(_confined(workdir, name, field), how, field)
+            transcript.spoiled[name] = spoil(files, name, how, field)
     else:
-        target = _confined(workdir, step.spec, field)
-        try:
-            target.unlink(missing_ok=True)
-        except OSError as exc:
-            raise HarnessError(f"{field}: cannot delete {step.spec!r}: {exc.strerror}") from None
+        files.remove(step.spec, field)
 
 
 # What a not-text spoil appends. Its words let a vector tell a provider that decoded the new content (they are
@@ -235,56 +252,33 @@ def change_files(step: Step, transcript: ProviderTranscript) -> None:
 NOT_TEXT = b"\n\xff\xfe\x00 and bytes that are not UTF-8: \xc3\x28 \x80\x81\n"
 
 
-def spoil(target: Path, how: str, field: str) -> str:
+def spoil(files: CaseDir, name: str, how: str, field: str) -> str:
     """Make a fixture file unreadable, a directory, or not text (NOT_TEXT after what it held); what it
     became, in words. Unreadable is a file without read permission, or, where permissions do not stop a
     read (the suite runs as root), a symlink to itself, which no process can open."""
     try:
         if how == "directory":
-            target.unlink(missing_ok=True)
-            target.mkdir()
+            files.remove(name, field)
+            files.mkdir(name, field)
             return "a directory"
         if how == "not-text":
-            target.write_bytes((target.read_bytes() if target.is_file() else b"") + NOT_TEXT)
+            files.write(name, (files.read(name, field) or b"") + NOT_TEXT, field)
             return "a file that is not UTF-8 text"
-        target.touch()
-        target.chmod(0)
-        if not _readable(target):
+        if files.forbid_reading(name, field):
             return "a file without read permission"
-        target.unlink()
-        os.symlink(target.name, target)
+        files.remove(name, field)
+        files.symlink(PurePosixPath(name).name, name, field)
         return "a symlink to itself (the suite runs with the right to read any file, so permissions would not do)"
     except OSError as exc:
-        raise HarnessError(f"{field}: cannot make {target.name!r} {how}: {exc.strerror}") from None
-
-
-def _readable(path: Path) -> bool:
-    try:
-        with open(path, "rb"):
-            return True
-    except OSError:
-        return False
-
-
-def _unspoil(target: Path, field: str) -> None:
-    try:
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        else:
-            target.unlink(missing_ok=True)
-    except OSError as exc:
-        raise HarnessError(f"{field}: cannot put {target.name!r} back: {exc.strerror}") from None
+        raise HarnessError(f"{field}: cannot make {name!r} {how}: {exc.strerror}") from None
 
 
 def write_files(workdir: Path, files: dict[str, str], field: str) -> None:
     """Fixture files (the vector's `field`), never outside the case's directory."""
+    case_dir = CaseDir(workdir)
     for name, text in files.items():
-        target = _confined(workdir, name, field)
-        if target.exists() and not target.is_file():  # writing to a FIFO the implementation made would hang
-            raise HarnessError(f"{field}: {name!r} is not a regular file (the implementation put something there?)")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            case_dir.write(name, text.encode("utf-8"), field)
         except OSError as exc:  # the implementation made it, or a folder on the way, unwritable
             raise HarnessError(f"{field}: cannot write {name!r}: {exc.strerror}") from None
 

@@ -16,9 +16,9 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph
+from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
-                                                 text_block)
+                                                 paragraphs, text_block)
 from conformance.wire import tokens
 
 MUTANTS: dict[str, type[ReferenceProvider]] = {}
@@ -743,3 +743,152 @@ class NormalizesLongPriorText(FileReader):
             if "text" in b and len(b["text"]["text"]) > 40 else b
         return {"sections": [{**s, "content": [tidy(b) for b in s["content"]]} for s in reply["sections"][:n]]
                 + reply["sections"][n:]}
+
+
+# --- escapes found by the red team of issue 22, each class closed more generally --------------------------
+
+@mutant("P-TRUNCATED-FLAG")
+class TruncatedWhenAltered(FileReader):
+    """Says truncated whenever what it returns differs from the file as read: stripping front matter or a
+    comment counts as cutting for it."""
+
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        raw = self.read()
+        return [{**s, "truncated": True} for s in sections] if self.strip(raw) != raw else sections
+
+
+@mutant("P-SECTION-LABEL")
+class LabelsFromFirstHeading(FileReader):
+    """Labels its section with the text of the file's first heading, which may be empty once stripped."""
+
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        heading = next((line for line in text.splitlines() if line.startswith("#")), None)
+        if section and heading is not None:
+            section["label"] = heading.lstrip("#").strip()
+        return section
+
+
+@mutant("P-OWN-SECTIONS-ONLY", also=["P-FULL-CHAIN"])  # where every foreign section carries its label
+class ReplacesByLabel(FileReader):
+    """Takes any prior section labelled like its own for its earlier one, whoever wrote it, and drops it."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"].get("prior_sections", []))
+        return {"sections": [s for s in reply["sections"][:n] if s["label"] != self.label] + reply["sections"][n:]}
+
+
+@mutant("P-OWN-SECTIONS-ONLY")
+class FillsInPriorDefaults(FileReader):
+    """Reads prior sections into a model of its own and writes them back with defaults for what was unset: a
+    figure of 0 recounted, an unspecified stability taken for static."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"].get("prior_sections", []))
+        count = self.counter(call, request["request"])
+        filled = [{**s, "tokens": s.get("tokens") or count(s["content"]),
+                   "stability": s.get("stability") if s.get("stability") in ("STABILITY_STATIC", "STABILITY_DYNAMIC")
+                   else "STABILITY_STATIC"} for s in reply["sections"][:n]]
+        return {"sections": filled + reply["sections"][n:]}
+
+
+@mutant("P-OWN-SECTIONS-ONLY")
+class NormalizesPriorLineEndings(FileReader):
+    """Turns Windows and old Mac line endings in prior sections into \\n, as a text-mode copy would."""
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"].get("prior_sections", []))
+        unix = lambda b: {"text": {"text": b["text"]["text"].replace("\r\n", "\n").replace("\r", "\n")}} \
+            if "text" in b else b  # noqa: E731
+        prior = [{**s, "content": [unix(b) for b in s["content"]]} for s in reply["sections"][:n]]
+        return {"sections": prior + reply["sections"][n:]}
+
+
+@mutant("P-WITHIN-BUDGET")
+class LetsAnEstimateDecide(FileReader):
+    """Returns the whole file, counted by CountTokens, whenever twice a bytes/4 estimate fits the budget: the
+    estimate runs low on text of short words."""
+
+    def own_section(self, text, budget, count):
+        whole = "\n\n".join(paragraphs(text))
+        if whole and 2 * tokens.fallback_count(text_block(whole)) <= budget:
+            return self.section(self.label, whole, count(text_block(whole)), False)
+        return super().own_section(text, budget, count)
+
+
+@mutant("P-CAP-CONFIG-SCHEMA")
+class SchemaLeavesOutAField(FileReader):
+    """Its config_schema declares root only, though Configure reads path as well."""
+    CAPABILITIES = _with(FileReader.CAPABILITIES, config_schema={
+        "attributes": FileReader.CAPABILITIES["config_schema"]["attributes"][:1]})
+
+
+@mutant("C-REWRITTEN-HISTORY-TEXT")
+class CompactorElidesKeptToolOutput(Compactor):
+    """Shortens the tool results of the recent messages it keeps, inside their tool_result blocks."""
+
+    def rewrite_history(self, history):
+        def elided(block):
+            if "tool_result" not in block:
+                return block
+            return {"tool_result": {**block["tool_result"], "content": [{"text": {"text": "[output elided]"}}]}}
+        rewritten = super().rewrite_history(history)
+        return rewritten[:1] + [{**m, "content": [elided(b) for b in m["content"]]} for m in rewritten[1:]]
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorKeepsCountsByLabel(Compactor):
+    """Remembers each section's count by provider and label from one firing to the next, though a static
+    section's content may change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[tuple, int] = {}
+
+    def total(self, chain, count):
+        return sum(self.figures.setdefault((s["provider"], s["label"]), count(s["content"])) for s in chain)
+
+
+@mutant("P-COUNTTOKENS-TEXT-ONLY")
+class CompactorCountsHistoryWhenUnset(Compactor):
+    """Takes a history_tokens of 0 for a missing figure and counts the history itself, every block included."""
+
+    def contribute(self, request, call):
+        req = request["request"]
+        history = req.get("conversation_history") or []
+        if history and not int(req.get("history_tokens", 0)):
+            content = [b for m in history for b in m.get("content", [])]
+            try:
+                req = {**req, "history_tokens": int(call("CountTokens", None, {"content": content})["count"])}
+            except CallFailed:
+                pass
+        return super().contribute({**request, "request": req}, call)
+
+
+@mutant("P-SECTION-PROVIDER")
+class CompactorMergesUnderAStrangeName(Compactor):
+    """Writes its merged section under a name of its own making, neither its declared one nor an owner's."""
+
+    def merged(self, prior, budget, count):
+        return [{**s, "provider": f"{self.NAME}/merged"} for s in super().merged(prior, budget, count)]
+
+
+@mutant("P-WITHIN-BUDGET")
+class NearbyFilesEachGetTheBudget(LoadsNearTouchedFiles):
+    """Fits each nearby file into the whole budget, as if the root section had used none of it."""
+
+    def room(self, budget, sections):
+        return budget
+
+
+@mutant("P-SECTION-PROVIDER")
+class NearbyFilesUnderTheirFolder(LoadsNearTouchedFiles):
+    """Names the sections of nearby files after their folder, not after the provider."""
+
+    def own_sections(self, text, budget, count):
+        return [s if s["label"] == self.label else {**s, "provider": f"{self.NAME}:{Path(s['label']).parent}"}
+                for s in super().own_sections(text, budget, count)]

@@ -380,3 +380,103 @@ class CompactorSummarizesUnderItsOwnName(Compactor):
         if summary is section:
             return section
         return {**summary, "provider": self.NAME, "label": f"{section['label']} (summary)"}
+
+
+# --- what the red team of issue 22 and the outside providers showed must be accepted ------------------------
+
+@variant("reports a default_token_budget that follows its configuration, so it changes after Configure",
+         "R-STATIC-CAPABILITIES")
+class BudgetFollowsConfigure(FileReader):
+    def configure(self, request, call):
+        reply = super().configure(request, call)
+        self.CAPABILITIES = {**FileReader.CAPABILITIES, "default_token_budget": 1500}
+        return reply
+
+
+@variant("replaces the sections of its own it is handed back, where they stand, by what it reads now",
+         "R-FIRING-STARTS-EMPTY")
+class ReplacesItsHandedSections(FileReader):
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        n = len(request["request"].get("prior_sections", []))
+        return {"sections": [s for s in reply["sections"][:n] if s["provider"] != self.NAME] + reply["sections"][n:]}
+
+
+@variant("labels its section with the file's first heading, and with the file's name when that heading is empty",
+         "context/data-types.md#labeling")
+class LabelsByHeading(FileReader):
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        heading = next((line for line in text.splitlines() if line.startswith("#")), "")
+        if section:
+            section["label"] = heading.lstrip("#").strip() or self.label
+        return section
+
+
+@variant("strips only the HTML comments that fill whole lines, and leaves comments inside a line in place",
+         "context/data-types.md#stripping-non-semantic-artifacts")
+class StripsCommentLinesOnly(FileReader):
+    COMMENT_LINES = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*$\n?", re.DOTALL | re.MULTILINE)
+    FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*?\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+    def strip(self, text):
+        return self.COMMENT_LINES.sub("", self.FRONT_MATTER.sub("", text, count=1))
+
+
+@variant("selects whole paragraphs in order, each heading kept with the paragraph after it, and fails as "
+         "budget_exceeded when not one fits", "R-SELF-REDUCE-CONTRIBUTES")
+class HeadingStaysWithItsParagraph(FileReader):
+    def own_sections(self, text, budget, count):
+        units = self.units(paragraphs(text))
+        kept = longest_fitting(len(units), lambda k: count(text_block("\n\n".join(units[:k]))) <= budget)
+        if not units:
+            return []
+        if not kept:
+            raise context_failure("budget_exceeded", f"not even its first paragraph fits in {budget} tokens")
+        chosen = "\n\n".join(units[:kept])
+        return [self.section(self.label, chosen, count(text_block(chosen)), kept < len(units))]
+
+    @staticmethod
+    def units(pieces: list[str]) -> list[str]:
+        """The paragraphs, a heading-only one joined to the one after it."""
+        units: list[str] = []
+        for piece in pieces:
+            if units and units[-1].startswith("#") and "\n" not in units[-1]:  # a heading alone
+                units[-1] += "\n\n" + piece
+            else:
+                units.append(piece)
+        return units
+
+
+@variant("also loads, for each file touched, the files named like its source in that file's folder and the folders "
+         "above it, as narrower sections after the root one, all within the one budget",
+         "context/README.md#firing-cadence--jit-loading")
+class LoadsNearTouchedFiles(FileReader):
+    def contribute(self, request, call):
+        self.touched = request["request"].get("files_touched") or []
+        return super().contribute(request, call)
+
+    def nearby(self) -> list[Path]:
+        """The files named like the source beside or above each touched file, below the root, nearest last."""
+        root, found = self.path.parent, []
+        for touched in self.touched:
+            folder = (root / touched).parent
+            while folder != root and folder.is_relative_to(root):
+                candidate = folder / self.path.name
+                if candidate.is_file() and candidate not in found:
+                    found.append(candidate)
+                folder = folder.parent
+        return found
+
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        for path in self.nearby():
+            section = self.own_section(self.strip(path.read_text(encoding="utf-8", errors="replace")),
+                                       self.room(budget, sections), count)
+            if section:
+                sections.append({**section, "label": str(path.relative_to(self.path.parent))})
+        return sections
+
+    def room(self, budget: int, sections: list[dict]) -> int:
+        """What the sections so far leave of the budget, which covers them all (R-BUDGET-PER-PROVIDER)."""
+        return budget - sum(s["tokens"] for s in sections)

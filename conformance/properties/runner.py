@@ -57,7 +57,11 @@ class PropertyRun:
     seed: int | None = None
     examples: int | None = None
     shrink: bool = True
-    shrink_seconds: float = 20.0          # after this, the simplest failure found so far is the answer
+    # The work shrinking may do after the first failure (work(): the calls a scenario makes and the text it
+    # moves); then the simplest failure found so far is the answer. Work, not seconds, so the same seed gives
+    # the same counterexample on any machine under any load.
+    shrink_work: int = 2000
+    progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
 
     def __post_init__(self) -> None:
@@ -88,11 +92,20 @@ class _Search:
     exercised: set[str] = field(default_factory=set)
     failed: dict[str, Finding] = field(default_factory=dict)  # each requirement's first failure, in any scenario
     examples: int = 0
+    shrink_work: int = 0                            # the work() of the scenarios tried since the first failure
     doc: dict | None = None                         # the failing scenario reported, with its failures and error
     failures: list[Finding] = field(default_factory=list)
     error: str | None = None
     not_restarted: str | None = None                # the implementation could not be (re)started
     defect: str | None = None                       # the suite's own code raised while judging a scenario
+
+
+def work(doc: dict) -> int:
+    """What trying a scenario costs, counted in what it asks of the implementation: one unit per call it makes
+    (a provider's Contribute in each turn, or a provider step) and one per 16 KiB of the text it carries."""
+    calls = len(doc.get("turns", ())) * len(doc.get("setup", {}).get("providers", ())) if "turns" in doc \
+        else len(doc.get("steps", ()))
+    return 1 + calls + len(repr(doc)) // 16384
 
 
 def _cache_directory() -> Path:
@@ -112,7 +125,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(_cache_directory())
     found = _Search()
-    first_failure: list[float] = []
+    planned = run.settings().max_examples
 
     def example(doc: dict) -> None:
         # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
@@ -122,9 +135,14 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         for label, score in (aim(doc) if aim else {}).items():
             target(score, label=label)
         if found.doc is None or doc != found.doc:
-            if first_failure and time.monotonic() - first_failure[0] > run.shrink_seconds:
+            if found.doc is not None and found.shrink_work >= run.shrink_work:
                 raise _OutOfTime()
             found.examples += 1
+            if found.doc is not None:
+                found.shrink_work += work(doc)
+            if run.progress:
+                run.progress(f"scenario {found.examples} of {planned}" if found.doc is None else
+                             f"shrinking a failure: {min(100, 100 * found.shrink_work // run.shrink_work)} % of its work")
             try:
                 findings, error = attempt(doc)
             except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
@@ -140,7 +158,6 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
             if not (failed or error):
                 return
             found.doc, found.failures, found.error = doc, failed, error  # the last one is the simplest yet
-            first_failure[:] = first_failure or [time.monotonic()]
         raise _Failed()
 
     test = given(strategy)(example)
@@ -185,7 +202,7 @@ def provider_property(connection: Connection, run: PropertyRun, manifest: Manife
         transcript = drive_provider(connection.binding(), case, manifest, workdir)
         if transcript.error:
             connection.discard()
-        return provider_checks.check_case(transcript, manifest), transcript.error
+        return provider_checks.one_scenario(provider_checks.check_case(transcript, manifest)), transcript.error
 
     return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
                    run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider")

@@ -88,7 +88,7 @@ CONTROLS = ["\n", "\r\n", "\r", "\t", "\u2028", "\x1b", "\x07", "\x7f"]
 control_labels = st.builds(lambda before, control, after: before + control + after,
                            st.sampled_from(["git", "a", "Notes — café", "<L>"]), st.sampled_from(CONTROLS),
                            st.sampled_from(["status", "b", "", " line two"]))
-_LABEL_UNITS = ["L é ", "漢字 ", "<&> x ", "Notes — café ", "line\tone\n"]  # with spaces: see notes/compactor-long-label-no-summary.yaml
+_LABEL_UNITS = ["L é ", "漢字 ", "<&> x ", "Notes — café ", "L", "e\u0301", "line\tone\n"]  # "L", "e\u0301": one word, no space
 
 
 def large_labels(dimension: space.Dimension):
@@ -714,9 +714,18 @@ _ENLARGERS = {"sections": _enlarge_sections, "ahead": _enlarge_ahead, "rewrites"
 # Prior chains as a kernel sends them: well-formed sections of other providers, often with
 # decomposed characters and long lines that a careless provider might normalize or trim, signed by other
 # providers and by names that nearly match the provider's own (one that re-finds "its" section loosely).
-_decomposed = _joined(["e\u0301", "a\u0308", "o", " ", "ß", "\u00e9", "  "], 80, min_size=30)
-_PRIOR = st.builds(lambda spec, text: {**spec, "content": [{"text": text}, *spec["content"][1:]]},
-                   sections(allow_faults=False, controls=False), st.one_of(short_texts, _decomposed))
+_decomposed = _joined(["e\u0301", "a\u0308", "o", " ", "ß", "\u00e9", "  ", "\r\n", "\r", " \t\n"], 80, min_size=30)
+# Fields a kernel may leave unset or set oddly, which a provider reading sections into a model of its own may
+# "fill in": a figure of 0 over real text, an unspecified stability, a truncated flag, no label.
+_ODD_FIELDS = st.sampled_from([{}, {}, {}, {"tokens": 0}, {"stability": "STABILITY_UNSPECIFIED"},
+                               {"truncated": True}, {"label": ""}, {"tokens": 0, "stability": "STABILITY_UNSPECIFIED"}])
+_PRIOR = st.builds(lambda spec, text, odd: {**spec, "content": [{"text": text}, *spec["content"][1:]], **odd},
+                   sections(allow_faults=False, controls=False), st.one_of(short_texts, _decomposed),
+                   _ODD_FIELDS)
+SOURCE_NAME = "CONTEXT.md"  # the fixture a generated scenario writes, which a file reader's label may name
+
+
+_OWN_LABELS = st.sampled_from([SOURCE_NAME, f"{SOURCE_NAME} (root)", "Conventions", "Notes"])
 
 
 @st.composite
@@ -736,6 +745,8 @@ def prior_chains(draw, large: frozenset = frozenset(), own_name: str = "provider
         chain = [{**s, "provider": owners[i % len(owners)]} for i, s in enumerate(chain)]
     else:
         chain = [{**draw(_PRIOR), "provider": draw(_owner(own_name))} for _ in range(n)]
+    for section in _some(draw, chain) if chain and draw(st.integers(0, 3)) == 0 else []:
+        section["label"] = draw(_OWN_LABELS)  # another provider's section under a label the provider may use
     if "blocks" in large:
         for section in _some(draw, chain):
             section["content"] = _cycled(section["content"], draw(PROVIDER["blocks"].strategy(True)), _numbered_block)
@@ -753,6 +764,14 @@ def suite_count(spec: dict) -> int:
     return tokens.suite_tokenizer_count(_content(spec))
 
 
+_TOOL_EXCHANGES = st.sampled_from([
+    [{"role": "assistant", "content": [{"tool_use": {"id": "c9", "name": "read", "arguments": {"path": "a.py"}}}]},
+     {"role": "user", "content": [{"tool_result": {"tool_use_id": "c9", "content": [{"text": {"text": "x = 1"}}]}}]}],
+    [{"role": "user", "content": [{"text": "see"}, {"image": {"data": "iVBORw0KGgo=", "media_type": "image/png"}}]}],
+    [{"role": "assistant", "content": [{"text": ""}, {"tool_use": {"id": "c8", "name": "ls", "arguments": {}}}]},
+     {"role": "user", "content": [{"tool_result": {"tool_use_id": "c8", "content": [{"text": {"text": "a b"}}]}}]},
+     {"role": "assistant", "text": "Done."}],
+])
 _PROVIDER_BUDGETS = st.one_of(st.integers(0, 30), st.integers(30, 5000))
 
 
@@ -763,13 +782,17 @@ def contribute_requests(draw, large: frozenset = frozenset(), own_name: str = "p
     # A third of the budgets sit at the prior chain's count or one token either side, where an off-by-one shows.
     edge = st.sampled_from([n for n in (total - 1, total, total + 1) if n >= 0])
     budgets = PROVIDER["budget"].strategy(True) if "budget" in large else _PROVIDER_BUDGETS
+    history = draw(sized_histories(PROVIDER["history"], "history" in large))
+    if history and draw(st.booleans()):  # the last messages made tool exchanges: what a compactor keeps verbatim
+        exchange = draw(_TOOL_EXCHANGES)[-len(history):]
+        history = history[:len(history) - len(exchange)] + exchange
     request = {"token_budget": draw(st.one_of(budgets, edge)), "prior_sections": prior,
-               "conversation_history": draw(sized_histories(PROVIDER["history"], "history" in large))}
+               "conversation_history": history}
     if draw(st.booleans()):
         ceiling = draw(PROVIDER["ceiling"].strategy("ceiling" in large))
         request["model_target"] = {"id": "generated-model", "context_window": ceiling * 2, "effective_ceiling": ceiling}
-    if draw(st.booleans()):
-        request["history_tokens"] = draw(PROVIDER["history-tokens"].strategy("history-tokens" in large))
+    if draw(st.booleans()):  # 0 is a figure too, not a missing one
+        request["history_tokens"] = draw(st.one_of(st.just(0), PROVIDER["history-tokens"].strategy("history-tokens" in large)))
     touched = draw(files_touched(PROVIDER["files"], "files" in large))
     if touched:
         request["files_touched"] = touched
@@ -777,7 +800,23 @@ def contribute_requests(draw, large: frozenset = frozenset(), own_name: str = "p
 
 
 paragraph_texts = _joined(_TRICKY[:6] + list("abcdefghij .,"), 80).filter(lambda t: t.strip())
-fixture_texts = st.lists(paragraph_texts, min_size=1, max_size=6).map(lambda ps: "\n\n".join(ps) + "\n")
+# Text of short ASCII words (a table, code, single letters) counts far more than a bytes/4 estimate says.
+_short_words = _joined(["a ", "b ", "x = y", " + ", "| a | b |", "\n", "1 ", "if a: b"], 30).filter(lambda t: t.strip())
+# Headings, some empty once their comment is stripped: what a label built from the content has to go on.
+_HEADINGS = st.sampled_from(["# Conventions", "# <!-- project name -->", "#", "## ", "# Café — 漢字"])
+_paragraphs = st.one_of(paragraph_texts, paragraph_texts, _short_words, _HEADINGS)
+# Authoring artifacts a reader may strip (context/data-types.md#stripping-non-semantic-artifacts).
+_FRONT_MATTERS = st.sampled_from(["", "", "---\ntitle: Internal\n---\n", "+++\ntitle = 'x'\n+++\n"])
+_COMMENTS = st.sampled_from(["<!-- a note -->", "<!--\nspanning\nlines\n-->", "text <!-- inline --> after"])
+
+
+@st.composite
+def fixture_texts(draw) -> str:
+    """A source file: paragraphs, headings among them, sometimes front matter and HTML comments."""
+    pieces = draw(st.lists(_paragraphs, min_size=1, max_size=6))
+    for _ in range(draw(st.integers(0, 2))):
+        pieces.insert(draw(st.integers(0, len(pieces))), draw(_COMMENTS))
+    return draw(_FRONT_MATTERS) + "\n\n".join(pieces) + "\n"
 
 
 @st.composite
@@ -802,6 +841,15 @@ def provider_scenarios(draw, share: int | None = DEFAULT_SHARE, own_name: str = 
     large = draw(swarm("provider", share)) if switched is None else switched
     calls = draw(PROVIDER["steps"].strategy("steps" in large))
     steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests(large, own_name))} for _ in range(calls)]
-    source = draw(large_fixtures() if "source" in large else fixture_texts)
+    source = draw(large_fixtures() if "source" in large else fixture_texts())
     return {"id": "provider/property/generated", "title": "A generated provider scenario", "requirements": [],
-            "files": {"CONTEXT.md": source}, "steps": steps}
+            "files": {SOURCE_NAME: source, **draw(_nested_fixtures)}, "steps": steps}
+
+
+# Files named like the source in folders the requests' files_touched name (strategies.files_touched), for a
+# reader that loads the convention files near what was touched (context/README.md#firing-cadence--jit-loading).
+# Their lines carry a mark the source's never hold, so a whole line of theirs is never taken for a piece of it.
+_NESTED = st.lists(st.sampled_from(["[src] Scoped rule.", "[src] a b c d e f g h", "[src] Use the façade."]),
+                   min_size=1, max_size=3).map(lambda ps: "\n\n".join(ps) + "\n")
+_nested_fixtures = st.one_of(st.just({}), st.builds(lambda text: {f"src/{SOURCE_NAME}": text}, _NESTED),
+                             st.builds(lambda a, b: {f"src/{SOURCE_NAME}": a, f"docs/{SOURCE_NAME}": b}, _NESTED, _NESTED))

@@ -37,6 +37,7 @@ from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb
 ENV_ALLOWLIST = (*jsonlines.ENV_ALLOWLIST, "TMPDIR")
 HANDSHAKE_TIMEOUT = 30.0
 KILL_AFTER = 2.0   # after Shutdown, as go-plugin's client.Kill waits
+SETUP_TIMEOUT = 10.0  # GetCapabilities, Configure, Describe: not hooks, so not under hook_timeout
 REQUESTS = {"GetCapabilities": context_pb2.GetCapabilitiesRequest, "Configure": context_pb2.ConfigureRequest,
             "Contribute": context_pb2.ContextRequest, "Describe": context_pb2.DescribeRequest}
 
@@ -138,8 +139,10 @@ class PluginFleet:
             if plugin is None:
                 return call(name, provider, request)
             try:
+                # hook_timeout bounds the hook, Contribute; the set-up calls get the kernel's own patience.
+                deadline = self.deadline if name == "Contribute" else max(self.deadline, SETUP_TIMEOUT)
                 reply = getattr(plugin.stub, name)(json_format.ParseDict(request, REQUESTS[name]()),
-                                                   timeout=self.deadline)
+                                                   timeout=deadline)
             except grpc.RpcError as error:
                 raise failure_from(error) from None
             return forms.to_json(reply)

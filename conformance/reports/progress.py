@@ -4,10 +4,14 @@ a live bar on a terminal (rich), one plain line per case in a CI log."""
 from __future__ import annotations
 
 import sys
+import time
 
 from rich.console import Console
 
 from conformance.engine.results import CaseResult
+
+
+UPDATE_EVERY = 10.0  # seconds between progress lines of one long step, in a log
 
 
 class RunProgress:
@@ -15,6 +19,7 @@ class RunProgress:
         self.total, self.done = total, 0
         self.console = Console(file=sys.stderr, highlight=False, markup=False)
         self.live = None
+        self.last_update = time.monotonic()
 
     def __enter__(self) -> RunProgress:
         if self.console.is_terminal:
@@ -35,6 +40,14 @@ class RunProgress:
             self.live.update(self.task, description=what)
         else:
             self.console.print(f"[{self.done + 1}/{self.total}] {what} ...", soft_wrap=True)
+
+    def update(self, what: str) -> None:
+        """How far a long step has got (scenario N of M): live on a terminal, a line every 10 s in a log."""
+        if self.live:
+            self.live.update(self.task, description=what)
+        elif time.monotonic() - self.last_update >= UPDATE_EVERY:
+            self.last_update = time.monotonic()
+            self.console.print(f"[{self.done + 1}/{self.total}]   {what}", soft_wrap=True)
 
     def finished(self, case: CaseResult) -> None:
         self.done += 1

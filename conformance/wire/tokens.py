@@ -42,7 +42,8 @@ def fallback_count(content: list[dict]) -> int:
 
 
 def suite_tokenizer_count(content: list[dict]) -> int:
-    """Words plus a fifth of the code points, per text block, summed.
+    """Words (runs of non-space) plus a fifth of the code points, rounded up, per text block, summed.
+    Code points, not what a reader sees as characters: a combining mark counts as one of its own.
 
     Additive over blocks, so a kernel may count a section in one call or one
     call per block and reach the same total.

@@ -3,7 +3,7 @@ around any Python provider object: the reference peer of `ctxconf provider
 --plugin`, and a template for a plugin written in Python.
 
     ctxconf provider --plugin "python runners/python/go_plugin_provider.py conformance.reference.filereader:create" \\
-                     --manifest conformance/reference/manifests/filereader.yaml
+                     --manifest examples/manifests/filereader.yaml
 
 What it does, as a go-plugin plugin must (WIRE.md): refuse to run without the
 magic cookie; serve ContextService plus the go-plugin GRPCBroker,

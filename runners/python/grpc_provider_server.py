@@ -2,7 +2,7 @@
 `ctxconf provider --grpc-cmd`.
 
     ctxconf provider --grpc-cmd "python runners/python/grpc_provider_server.py conformance.reference.filereader:create" \\
-                     --manifest conformance/reference/manifests/filereader.yaml
+                     --manifest examples/manifests/filereader.yaml
 
 It listens on $CTXCONF_LISTEN and reaches the kernel's callback service at
 $CTXCONF_KERNEL_CALLBACK; it stops on SIGTERM or when stdin closes.

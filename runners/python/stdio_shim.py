@@ -5,7 +5,7 @@ reference peer and a template for a shim in another language.
 
     ctxconf kernel   --stdio "python runners/python/stdio_shim.py conformance.reference.kernel:create"
     ctxconf provider --stdio "python runners/python/stdio_shim.py conformance.reference.filereader:create" \\
-                     --manifest conformance/reference/manifests/filereader.yaml
+                     --manifest examples/manifests/filereader.yaml
 
 While an op runs, the object's callbacks go out as {"cb": N, ...} lines and
 the shim blocks until the suite's answer comes back.
