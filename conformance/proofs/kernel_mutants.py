@@ -505,7 +505,7 @@ class PerSectionBudget(ReferenceKernel):
         return any(self.count(s["content"], model, call) > budget for s in sections)
 
 
-@mutant("K-BUDGET-REJECT")
+@mutant("K-BUDGET-REJECT", also=["K-TRUNCATED-NOT-ENOUGH"])
 class KeepsSectionsThatFit(ReferenceKernel):
     """Over budget, keeps the provider's sections that fit in order and drops the one that tips it over and
     those after it: a reduction only the provider may make (R-BUDGET-PER-PROVIDER)."""
@@ -901,7 +901,7 @@ class SkipsUnreadableRepliesSilently(ReferenceKernel):
         return reply
 
 
-@mutant("K-TRANSFORM-ERROR-SURFACED")
+@mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])  # an empty error carries no raw message
 class FailsTurnWithoutReason(ReferenceKernel):
     """Fails the turn on an unknown failure but gives no error."""
 
