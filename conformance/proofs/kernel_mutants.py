@@ -774,10 +774,14 @@ class ScopeIgnoresTokenFigures(ReferenceKernel):
     """Compares prior sections without their tokens field."""
 
     def in_scope(self, provider, chain, sections):
-        strip = lambda s: {k: v for k, v in s.items() if k != "tokens"}
-        n = len(chain)
-        return len(sections) >= n and [strip(s) for s in sections[:n]] == [strip(s) for s in chain] \
-            and all(s["provider"] == provider.name for s in sections[n:])
+        return _in_scope_by(lambda s: {k: v for k, v in s.items() if k != "tokens"}, provider, chain, sections)
+
+
+def _in_scope_by(key, provider, chain, sections) -> bool:
+    """R-PLACEMENT with the prior sections compared by key(section) instead of whole."""
+    n = len(chain)
+    return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
+        and all(s["provider"] == provider.name for s in sections[n:])
 
 
 @mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
@@ -1067,9 +1071,7 @@ class FingerprintsForeignText(ReferenceKernel):
         def key(section):
             blocks = [(len(t), t[:256]) for t in tokens.texts_of(section["content"])]
             return {**section, "content": [len(section["content"]), blocks]}
-        n = len(chain)
-        return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
-            and all(s["provider"] == provider.name for s in sections[n:])
+        return _in_scope_by(key, provider, chain, sections)
 
 
 @mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
@@ -1105,10 +1107,8 @@ class ScopeIgnoresFlags(ReferenceKernel):
     it also goes unreported, which shows alone where its own sections are then dropped for their budget."""
 
     def in_scope(self, provider, chain, sections):
-        key = lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"])
-        n = len(chain)
-        return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
-            and all(s["provider"] == provider.name for s in sections[n:])
+        return _in_scope_by(lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"]),
+                            provider, chain, sections)
 
 
 @mutant("K-COMPACTOR-BUDGET", property_only=True)
