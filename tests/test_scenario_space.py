@@ -101,7 +101,8 @@ def test_every_near_miss_is_drawn_of_its_own_name_and_of_another():
 # Shapes only a switched dimension makes, and the one it takes.
 _LARGE_ONLY = {"compactor: one reply rewrites many foreign sections at once": "rewrites",
                "compactor: several compactors rewrite the history in one firing": "compactors",
-               "error: a message of 10 KiB or more": "error"}
+               "error: a message of 10 KiB or more": "error",
+               "session: one met again after 8 others or more": "sessions"}
 _NEAR_MISS = "scope: a near miss of"   # each kind is drawn (above); scenarios carry some of each
 
 
@@ -157,6 +158,16 @@ def test_kernel_scenarios_carry_near_misses(whose):
     find(_scenarios("kernel"), lambda doc: any(shows(doc) for shows in kinds), settings=SEARCH)
 
 
+def test_generated_providers_are_each_declared_once():
+    """Each enlarger that adds a provider (a compactor, a feeder) names it afresh: a name declared twice is no
+    scenario, and judging one as if it were gave a false K-DECLARATION-ORDER."""
+    names = lambda doc: [p["name"] for p in doc["setup"]["providers"]]
+    with pytest.raises(NoSuchExample):
+        find(_scenarios("kernel", switched=frozenset({"rewrites", "compactors", "ahead", "history", "rewritten"})),
+             lambda doc: len(set(names(doc))) < len(names(doc)),
+             settings=settings(SEARCH, max_examples=300))
+
+
 def test_provider_scenarios_show_each_shape():
     _every("provider", list(shapes.PROVIDER_SHAPES))
 
@@ -193,6 +204,10 @@ SCALE_KILLS = {
                                                        "CompactorTrustsRewrittenFigures"],
     "kernel/scale/caps-past-thirty-two-bits": ["BudgetWarningFromDefaults", "BudgetWarningPrimaryOnly",
                                                "IgnoresOverride"],
+    "kernel/scale/caps-past-fifty-three-bits": ["CapsKeptAsDoubles"],
+    "kernel/scale/hundred-kib-section": ["RendersLongTextsCut", "EstimatesLongTexts"],
+    "kernel/scale/twelve-sessions-interleaved": ["ForgetsIdleSessions"],
+    "kernel/scale/three-hundred-twenty-message-history": ["KeepsRecentHistory"],
     "provider/scale/sixty-four-prior-sections": ["IgnoresBudgetAfterLongChains", "CollapsesPriorBlocks"],
     "provider/scale/compactor-sixty-four-sections": ["CompactorGivesUpOnLongChains", "CompactorInventsAttachments"],
     "provider/scale/large-source-file": ["GivesUpWhenOverBudget", "AlwaysTruncated"],

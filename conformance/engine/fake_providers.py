@@ -122,6 +122,8 @@ def _rework(prior: list[dict], action: dict, count) -> list[dict]:
             target["tokens"] = edit.get("tokens", count(target["content"]))
         if "reblock" in edit:  # the same text, so the same figure: only the blocks differ
             target["content"] = _reblocked(target["content"], edit["reblock"])
+        if edit.get("tail"):   # one character at the very end differs: the figure, the blocks, the rest stay
+            target["content"] = _retailed(target["content"])
     order = action.get("reorder", range(len(chain)))
     dropped = set(action.get("drop", ()))
     kept = [chain[i] for i in order if i < len(chain) and i not in dropped]
@@ -161,6 +163,19 @@ def _reblocked(content: list[dict], how: str) -> list[dict]:
     if i is None:
         return content
     return content[:i] + [_text(tokens.text_of(content[i:i + 2]))] + content[i + 2:]
+
+
+def _retailed(content: list[dict]) -> list[dict]:
+    """The last character of the last non-empty text block changed (to x, or to y where it was x); with no such
+    block, an x added to the last text block (an empty one added where there is none)."""
+    texts = [i for i, block in enumerate(content) if "text" in block]
+    filled = [i for i in texts if tokens.texts_of([content[i]])[0]]
+    if not filled:
+        at = texts[-1] if texts else None
+        return content + [_text("x")] if at is None else content[:at] + [_text("x")] + content[at + 1:]
+    at = filled[-1]
+    text = tokens.texts_of([content[at]])[0]
+    return content[:at] + [_text(text[:-1] + ("y" if text[-1] == "x" else "x"))] + content[at + 1:]
 
 
 def _merged(first: dict, second: dict, count) -> dict:

@@ -683,6 +683,10 @@ class TurnCheck:
                                                         f"{judgment.provider}: {_clip(text)}")
                         return
 
+    def history_already_failed(self) -> bool:
+        return any(isinstance(f, Finding) and not f.passed and f.requirement in _HISTORY_SEEN_IN_REQUESTS
+                   for f in self.findings)
+
     def check_history(self) -> None:
         observed = self.result["history"]
         if observed == self.history:
@@ -692,6 +696,12 @@ class TurnCheck:
         blame = next(((j.rejected_history_blame, f"{j.provider}'s rewritten_history replaced the conversation "
                        f"though it may not: {j.why}") for j in self.judgments
                       if j.rejected_history is not None and observed == j.rejected_history), None)
+        if blame is None and self.history is self.start_history and self.history_already_failed():
+            # No rewrite this turn, and its requests showed the kernel lost (or changed) messages and were charged
+            # for it: its own report of the conversation only confirms that. The session is judged by that
+            # conversation from here on, as one no rewrite made.
+            self.history = self.start_history = observed
+            return
         if blame is None and (self.history is not self.start_history or self.state.rewritten):
             blame = ("K-APPLY-REWRITTEN-HISTORY", f"the conversation after the turn has {len(observed)} message(s); "
                      f"the accepted rewrite has {len(self.history)}")
@@ -704,6 +714,9 @@ class TurnCheck:
         # Reported once; from here on, judge the session by the conversation the kernel actually keeps.
         self.history, self.state.rewritten = observed, True
 
+
+# What a request shows of the kernel's conversation: the history a compactor is sent, and its count.
+_HISTORY_SEEN_IN_REQUESTS = frozenset({"K-HISTORY-TO-COMPACTOR", "K-HISTORY-TOKENS"})
 
 # Characters a text needs before finding it somewhere in a prompt says where it came from: a shorter one may be
 # part of the kernel's own boundaries, so it is neither charged as leaked nor as misplaced (R-PROMPT-RENDERING).

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import threading
 
@@ -79,7 +80,7 @@ class CarriesAnotherSessionsChain(ReferenceKernel):
         return list(getattr(self, "_last", []))
 
 
-@mutant("K-SEQUENTIAL", also=["K-ERR-INVALID-REQUEST-NO-RETRY"])
+@mutant("K-SEQUENTIAL", also=["K-ERR-INVALID-REQUEST-NO-RETRY"])  # the twin is a retry, of an invalid one too
 class HedgedFirstCall(ReferenceKernel):
     """Sends the first provider's request twice at once and keeps the first answer (a 'hedged' request)."""
 
@@ -473,14 +474,27 @@ class RecountSingleBlockOnly(ReferenceKernel):
                    for s in sections) > budget
 
 
-@mutant("K-BUDGET-REJECT", also=["K-COUNT-RESOLUTION"])
+@mutant("K-BUDGET-REJECT", also=["K-COUNT-RESOLUTION", "K-PRIOR-SECTIONS"])
 class RejectsAtBudget(ReferenceKernel):
     """Rejects a provider exactly at its budget (>= instead of >). Where the model's tokenizer counts exactly
     the budget and the fallback formula counts more, dropping the sections looks the same as counting with
-    the formula, and the judge charges the count (kernel_judge._kept_nothing): K-COUNT-RESOLUTION."""
+    the formula, and the judge charges the count (kernel_judge._kept_nothing): K-COUNT-RESOLUTION. Where the
+    sections counted in one request come under the budget, dropping them is dropping a reply no reading
+    rejects: K-PRIOR-SECTIONS."""
 
     def over_budget(self, sections, budget, model, call):
         return sum(self.count(s["content"], model, call) for s in sections) >= budget and bool(sections)
+
+
+@mutant("K-COMPACTOR-BUDGET", also=["K-BUDGET-VALIDATE"])
+class TrustsFiguresAfterFirstSection(ReferenceKernel):
+    """Recounts the first section of a reply but trusts the stated figure of any further ones: a compactor's
+    returned chain (a compactor vector shows it, and so does the ci profile's first counterexample), and any
+    provider's reply elsewhere."""
+
+    def over_budget(self, sections, budget, model, call):
+        return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
+                   for i, s in enumerate(sections)) > budget
 
 
 @mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-COMPACTOR-BUDGET", "K-TRUNCATED-NOT-ENOUGH"])
@@ -491,7 +505,7 @@ class PerSectionBudget(ReferenceKernel):
         return any(self.count(s["content"], model, call) > budget for s in sections)
 
 
-@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE"])
+@mutant("K-BUDGET-REJECT", also=["K-BUDGET-VALIDATE", "K-TRUNCATED-NOT-ENOUGH"])
 class KeepsSectionsThatFit(ReferenceKernel):
     """Over budget, keeps the provider's sections that fit in order and drops the one that tips it over and
     those after it: a reduction only the provider may make (R-BUDGET-PER-PROVIDER)."""
@@ -692,7 +706,7 @@ class RendersRepeatedSectionsOnce(ReferenceKernel):
         return super().render(kept)
 
 
-@mutant("K-NO-KERNEL-CUT")
+@mutant("K-NO-KERNEL-CUT", also=["K-PROMPT-BOUNDARIES"])  # a label with a CRLF in it is changed too
 class NormalizesLineEndings(ReferenceKernel):
     """Turns Windows line endings into Unix ones when it renders the prompt."""
 
@@ -713,9 +727,11 @@ class LetsProvidersSignForLaterOnes(ReferenceKernel):
         return sections[:n] == chain and all(s["provider"] in later for s in sections[n:])
 
 
-@mutant("K-PRIOR-SECTIONS")
+@mutant("K-PRIOR-SECTIONS", also=["K-NON-TEXT-REJECT"])
 class ForeignRewriteWipesTheChain(ReferenceKernel):
-    """Throws the whole chain away, not just the reply, when a non-compactor returns rewritten_history."""
+    """Throws the whole chain away, not just the reply, when a non-compactor returns rewritten_history. Where
+    that reply also holds a non-text section, the chain it leaves is none a non-text outcome accepts either, and
+    the judge charges that rule."""
 
     def on_foreign_rewrite(self, provider, chain, reply, session, diagnostics):
         super().on_foreign_rewrite(provider, chain, reply, session, diagnostics)
@@ -758,10 +774,14 @@ class ScopeIgnoresTokenFigures(ReferenceKernel):
     """Compares prior sections without their tokens field."""
 
     def in_scope(self, provider, chain, sections):
-        strip = lambda s: {k: v for k, v in s.items() if k != "tokens"}
-        n = len(chain)
-        return len(sections) >= n and [strip(s) for s in sections[:n]] == [strip(s) for s in chain] \
-            and all(s["provider"] == provider.name for s in sections[n:])
+        return _in_scope_by(lambda s: {k: v for k, v in s.items() if k != "tokens"}, provider, chain, sections)
+
+
+def _in_scope_by(key, provider, chain, sections) -> bool:
+    """R-PLACEMENT with the prior sections compared by key(section) instead of whole."""
+    n = len(chain)
+    return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
+        and all(s["provider"] == provider.name for s in sections[n:])
 
 
 @mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
@@ -885,7 +905,7 @@ class SkipsUnreadableRepliesSilently(ReferenceKernel):
         return reply
 
 
-@mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])
+@mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])  # an empty error carries no raw message
 class FailsTurnWithoutReason(ReferenceKernel):
     """Fails the turn on an unknown failure but gives no error."""
 
@@ -959,29 +979,136 @@ class HistoryOnlyWhileShort(ReferenceKernel):
         return history if provider.compactor and len(history) <= 6 else []
 
 
+# --- past a width, a size, a count or a shape the vectors once stayed under (issue 23) ----------------------
+
+_BUFFER = 64 * 1024  # a fixed buffer's size: texts longer than this are where the next two go wrong
+
+
+@mutant("K-NO-KERNEL-CUT")
+class RendersLongTextsCut(ReferenceKernel):
+    """Copies each section's text into the prompt through a fixed 64 KiB buffer: the rest of a longer text is
+    lost from the prompt, though the chain still holds it."""
+
+    def render_section(self, section):
+        text = tokens.text_of(section["content"]).encode()[:_BUFFER].decode(errors="ignore")
+        return f"<<< {section['label']} | {section['provider']} >>>\n{text}\n<<< end {section['label']} >>>"
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-ASSEMBLED-LAST-TURN", "K-HISTORY-TOKENS", "K-BUDGET-REJECT",
+                                    "K-COMPACTOR-BUDGET", "K-BUDGET-VALIDATE"])
+class EstimatesLongTexts(ReferenceKernel):
+    """Spares the tokenizer a long content: past 64 KiB of text it counts by the formula, as a kernel guarding
+    its model provider's request size would."""
+
+    def tokenizer_count(self, content, model, call):
+        if len(tokens.text_of(content).encode()) > _BUFFER:
+            return None
+        return super().tokenizer_count(content, model, call)
+
+
+@mutant("K-COUNT-RESOLUTION", also=["K-COUNT-EXACT-FLAG", "K-ASSEMBLED-LAST-TURN", "K-HISTORY-TOKENS",
+                                    "K-BUDGET-REJECT", "K-COMPACTOR-BUDGET", "K-BUDGET-VALIDATE"])
+class ZeroCountIsNoAnswer(ReferenceKernel):
+    """Takes a tokenizer's count of 0 for a missing answer (a falsy test where `is None` was meant) and falls
+    back to the formula."""
+
+    def tokenizer_count(self, content, model, call):
+        return super().tokenizer_count(content, model, call) or None
+
+
+@mutant("K-TOKEN-BUDGET", also=["KC-BUDGET-SUM-WARN"])
+class CapsKeptAsDoubles(ReferenceKernel):
+    """Keeps caps in a double, as a kernel whose configuration is read into a JSON number would: exact up to
+    2^53, rounded past it (held within int64, so the rounded cap still fits the wire)."""
+
+    def resolve_cap(self, provider):
+        return min(int(float(super().resolve_cap(provider))), 2**63 - 1)
+
+
+@mutant("K-TURN-FIELDS")
+class TidiesPaths(ReferenceKernel):
+    """Normalizes working_directory and every touched path (a trailing slash, '.', '..', '//') before passing
+    them on, as a path library would."""
+
+    def turn_fields(self, turn):
+        fields = super().turn_fields(turn)
+        tidy = lambda path: posixpath.normpath(path) if path else path
+        return fields | {"working_directory": tidy(fields["working_directory"]),
+                         "files_touched": [tidy(p) for p in fields["files_touched"]]}
+
+
+@mutant("K-ASSEMBLED-LAST-TURN", "K-HISTORY-TO-COMPACTOR", also=["K-HISTORY-TOKENS", "K-HISTORY-NOT-TO-OTHERS"])
+class ForgetsIdleSessions(ReferenceKernel):
+    """Keeps the 10 sessions used last, forgetting the least recently used one when an eleventh opens: a
+    forgotten session starts again with no history and no last-turn total."""
+
+    KEPT = 10
+
+    def assemble(self, request, call):
+        session_id = request["turn"]["session_id"]
+        if session_id in self.sessions:
+            self.sessions[session_id] = self.sessions.pop(session_id)  # most recently used last
+        elif len(self.sessions) >= self.KEPT:
+            del self.sessions[next(iter(self.sessions))]
+        return super().assemble(request, call)
+
+
+@mutant("K-HISTORY-TO-COMPACTOR", also=["K-HISTORY-TOKENS", "K-APPLY-REWRITTEN-HISTORY"])
+class KeepsRecentHistory(ReferenceKernel):
+    """Keeps a session's conversation to its last 300 messages, forgetting older ones."""
+
+    def run_chain(self, turn, model, session, diagnostics, call):
+        session.history = session.history[-300:]
+        return super().run_chain(turn, model, session, diagnostics, call)
+
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class FingerprintsForeignText(ReferenceKernel):
+    """Compares foreign sections by a fingerprint: every field, but each text block by its length and its first
+    256 characters only."""
+
+    def in_scope(self, provider, chain, sections):
+        def key(section):
+            blocks = [(len(t), t[:256]) for t in tokens.texts_of(section["content"])]
+            return {**section, "content": [len(section["content"]), blocks]}
+        return _in_scope_by(key, provider, chain, sections)
+
+
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
+class OwnNameFolded(ReferenceKernel):
+    """Matches its own sections to a provider by name with case and surrounding white space folded away."""
+
+    def in_scope(self, provider, chain, sections):
+        fold = lambda name: name.strip().casefold()
+        n = len(chain)
+        return len(sections) >= n and sections[:n] == chain and all(fold(s["provider"]) == fold(provider.name)
+                                                                       for s in sections[n:])
+
+
+@mutant("K-ERR-INVALID-REQUEST-NO-RETRY")
+class RetriesWhatSaysRetryable(ReferenceKernel):
+    """Retries once any failure whose ContextError says retryable, whatever its category."""
+
+    def contribute(self, provider, request, call):
+        try:
+            return super().contribute(provider, request, call)
+        except CallFailed as failure:
+            if not (failure.context_error or {}).get("retryable"):
+                raise
+            return super().contribute(provider, request, call)
+
+
 # --- caught only by the property tests (the golden vectors never reach these corners) ------
 
-@mutant("K-BUDGET-VALIDATE", also=["K-COMPACTOR-BUDGET"])  # vector: budget/understated-second-section-caught
-class TrustsFiguresAfterFirstSection(ReferenceKernel):
-    """Recounts the first section of a reply but trusts the stated figure of any further ones (a compactor's
-    chain too, when the counterexample has one)."""
-
-    def over_budget(self, sections, budget, model, call):
-        return sum(self.count(s["content"], model, call) if i == 0 else s["tokens"]
-                   for i, s in enumerate(sections)) > budget
-
-
-@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])  # vector: scope/reflag-foreign-section
+@mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class ScopeIgnoresFlags(ReferenceKernel):
     """Compares prior sections by provider, label, content and tokens, missing changed stability or truncated
     flags. The reply it wrongly accepts reaches the chain, as in the counterexample the ci profile reports;
     it also goes unreported, which shows alone where its own sections are then dropped for their budget."""
 
     def in_scope(self, provider, chain, sections):
-        key = lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"])
-        n = len(chain)
-        return len(sections) >= n and [key(s) for s in sections[:n]] == [key(s) for s in chain] \
-            and all(s["provider"] == provider.name for s in sections[n:])
+        return _in_scope_by(lambda s: (s["provider"], s["label"], str(s["content"]), s["tokens"]),
+                            provider, chain, sections)
 
 
 @mutant("K-COMPACTOR-BUDGET", property_only=True)

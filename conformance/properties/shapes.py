@@ -10,10 +10,11 @@ from here.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator
 
 from conformance.properties import space
-from conformance.properties.strategies import NEAR_MISSES, readings
+from conformance.properties.strategies import CONTROLS, NEAR_MISSES, readings
 from conformance.wire import errors, tokens
 
 Predicate = Callable[[dict], bool]
@@ -127,6 +128,30 @@ def _history_rounding(doc: dict) -> bool:
                for t in doc["turns"] if "assemble" in t)
 
 
+def _zero_count_on_tokenizer(doc: dict) -> bool:
+    zero_models = [m for m in doc["setup"]["models"] if m["count_tokens"] and m.get("tokenizer") == "words-only"]
+    blank = any(t.strip() == "" != t for t in space.kernel_texts(doc))
+    return bool(zero_models) and blank
+
+
+def _unnormal_paths(doc: dict) -> bool:
+    paths = [p for t in doc["turns"] if "assemble" in t
+             for p in [t["assemble"].get("working_directory", ""), *t["assemble"].get("files_touched", ())]]
+    return any(p and posixpath.normpath(p) != p for p in paths)
+
+
+def _session_met_again_after(others: int) -> Predicate:
+    def shows(doc: dict) -> bool:
+        last_seen: dict[str, int] = {}
+        for i, turn in enumerate(t["assemble"] for t in doc["turns"] if "assemble" in t):
+            session = turn["session_id"]
+            if session in last_seen and len({s for s, at in last_seen.items() if at > last_seen[session]}) >= others:
+                return True
+            last_seen[session] = i
+        return False
+    return shows
+
+
 def _failures(doc: dict) -> Iterator[dict]:
     return (a["error"] for _, _, a in space.kernel_actions(doc) if "error" in a)
 
@@ -148,6 +173,7 @@ KERNEL_SHAPES: dict[str, Predicate] = {
     "scope: replace a foreign section's content": _edits("text"),
     "scope: re-block a foreign section, one block split in two (same text)": _edits("reblock", "split"),
     "scope: re-block a foreign section, two blocks merged into one (same text)": _edits("reblock", "merge"),
+    "scope: change only the last character of a foreign section's text (same length, same figure)": _edits("tail"),
     "scope: merge two foreign sections into one": _kind("merge"),
     "scope: split one foreign section in two": _kind("split"),
     "scope: reorder foreign sections": _kind("reorder"),
@@ -174,6 +200,11 @@ KERNEL_SHAPES: dict[str, Predicate] = {
     "count: a stated figure that is the per-block rounding": _stated_per_block,
     "count: a count_tokens request whose per-block rounding differs": _count_op_rounding,
     "count: a history whose per-message rounding differs": _history_rounding,
+    "count: a text of white space alone on a model whose tokenizer counts it 0": _zero_count_on_tokenizer,
+    "turn: a working_directory or touched path a path library would tidy": _unnormal_paths,
+    "label: a control character (line break, tab, escape) in a label": lambda doc: any(
+        any(c in s.get("label", "") for c in CONTROLS) for s in space.offered_sections(doc)),
+    "session: one met again after 8 others or more": _session_met_again_after(8),
     **{f"error: category {c}": _failing(lambda e, c=c: _category(e) == c) for c in (*errors.CATEGORIES, "unspecified")},
     "error: a bare status, no ContextError": _failing(lambda e: "context_error" not in e and not e.get("details")),
     "error: an ErrorInfo and no ContextError": _failing(lambda e: "context_error" not in e and _info(e) is not None),

@@ -23,6 +23,7 @@ from conformance.wire import tokens
 KIB = 1024
 BIG_INT = 2**33          # past int32 and uint32: a cap or a window kept in 32 bits wraps below this
 BIG_WINDOW = 2**34
+INT64_MAX = 2**63 - 1    # the wire's width for caps and budgets (int64): past 2^53, a double rounds them
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def _block_texts(blocks) -> Iterator[str]:
     return (b["text"] for b in blocks if isinstance(b.get("text"), str))
 
 
-def _kernel_texts(doc: dict) -> Iterator[str]:
+def kernel_texts(doc: dict) -> Iterator[str]:
     for section in offered_sections(doc):
         yield from _block_texts(section.get("content", ()))
     for message in kernel_messages(doc):
@@ -205,8 +206,10 @@ KERNEL = {d.key: d for d in (
     _k("turns", "turns per session", (1, 3), (4, 12), "",
        "state kept for the first turns only: history_tokens, assembled_tokens_last_turn, a session cache",
        lambda doc: _most(_per_session(doc, lambda t: 1).values())),
-    _k("sessions", "sessions per case", (1, 2), (3, 8), "",
-       "sessions kept in a small map or a single slot, one session's history leaking into another's",
+    _k("sessions", "sessions per case (large: taken in turn, each met again after all the others)", (1, 2),
+       (9, 24), "",
+       "sessions kept in a small map, a single slot or a cache of the last 8 or 16, one session's history "
+       "leaking into another's",
        lambda doc: len({t["session_id"] for t in _assembles(doc)})),
     _k("history", "new messages in one turn (the first turn's: the whole history)", (0, 6), (200, 320), "",
        "a history window (the last 50, 100 or 128 messages) or a compactor sent only a short history",
@@ -220,9 +223,10 @@ KERNEL = {d.key: d for d in (
     _k("blocks", "blocks per section", (1, 4), (8, 64), "",
        "recounting or checking the first blocks of a section only; per-block rounding that grows with "
        "the number of blocks", lambda doc: _most(len(s.get("content", ())) for s in offered_sections(doc))),
-    _k("text", "UTF-8 bytes of one text block", (0, 10000), (10 * KIB, 48 * KIB), "bytes",
-       "counting or rendering only the first 2, 4, 8 or 16 KiB of a text",
-       lambda doc: _most(map(_bytes, _kernel_texts(doc)))),
+    _k("text", "UTF-8 bytes of one text block", (0, 10000), (10 * KIB, 160 * KIB), "bytes",
+       "counting or rendering only the first 2, 4, 8, 16 or 64 KiB of a text, or asking the tokenizer only "
+       "about texts up to a size",
+       lambda doc: _most(map(_bytes, kernel_texts(doc)))),
     _k("label", "UTF-8 bytes of a label", (0, 36), (256, 8 * KIB), "bytes",
        "labels cut to a fixed width in the prompt's boundaries or in the scope comparison",
        lambda doc: _most(_bytes(s.get("label", "")) for s in offered_sections(doc))),
@@ -232,11 +236,12 @@ KERNEL = {d.key: d for d in (
     _k("error-lines", "lines of an error message", (1, 3), (40, 3000), "",
        "a diagnostic that keeps only the first line of a multi-line message",
        lambda doc: _most(m.count("\n") + 1 for m in _error_messages(doc))),
-    _k("budget", "a provider's default_token_budget", (0, 3000), (3001, BIG_INT), "tokens",
-       "caps summed or compared in 32 bits", lambda doc: _most(
+    _k("budget", "a provider's default_token_budget (large: the caps' sum kept within int64)", (0, 3000),
+       (3001, INT64_MAX), "tokens",
+       "caps summed or compared in 32 bits, or kept in a double (exact only up to 2^53)", lambda doc: _most(
            p["capabilities"].get("default_token_budget", 0) for p in doc["setup"]["providers"])),
     _k("override", "a token_budget_override: drawn, or at one reading of the offered sections' count or one "
-       "token either side (up to the count of the largest usual reply)", (0, 48001), (48002, BIG_INT), "tokens",
+       "token either side (up to the count of the largest usual reply)", (0, 48001), (48002, INT64_MAX), "tokens",
        "the same, for the overrides agent.hcl declares",
        lambda doc: _most(p.get("token_budget_override") or 0 for p in doc["setup"]["providers"])),
     _k("window", "a model's context_window", (200, 300000), (300001, BIG_WINDOW), "tokens",
@@ -359,11 +364,13 @@ def _range(bounds: tuple[int, int] | None, unit: str) -> str:
 
 
 def number(value: int, unit: str) -> str:
-    """A value as the table shows it: KiB for whole KiB of bytes, powers of two past 2^20."""
+    """A value as the table shows it: KiB for whole KiB of bytes, powers of two (and one less) past 2^20."""
     if unit == "bytes" and value >= KIB and value % KIB == 0:
         return f"{value // KIB} KiB"
     if value >= 2**20 and value & (value - 1) == 0:
         return f"2^{value.bit_length() - 1}"
+    if value >= 2**20 and value & (value + 1) == 0:
+        return f"2^{value.bit_length()}-1"
     return str(value)
 
 

@@ -82,7 +82,13 @@ def large_texts(dimension: space.Dimension):
 _LABELS = ["CLAUDE.md", "AGENTS.md (root)", "git status", "Notes — café", "L", 'Q&A "draft" <v2>']
 labels = st.one_of(st.sampled_from(_LABELS),
                    st.text(alphabet=st.sampled_from(list("abcXYZ é漢-<&\"\\")), min_size=1, max_size=12))
-_LABEL_UNITS = ["L é ", "漢字 ", "<&> x ", "Notes — café ", "L", "e\u0301"]  # the last two: one word, no space
+# Control characters a kernel may flatten, strip or take for the end of its boundary line: line breaks of every
+# kind (U+2028 is one to Unicode, and to Python's splitlines), a tab, an escape, a bell, a delete.
+CONTROLS = ["\n", "\r\n", "\r", "\t", "\u2028", "\x1b", "\x07", "\x7f"]
+control_labels = st.builds(lambda before, control, after: before + control + after,
+                           st.sampled_from(["git", "a", "Notes — café", "<L>"]), st.sampled_from(CONTROLS),
+                           st.sampled_from(["status", "b", "", " line two"]))
+_LABEL_UNITS = ["L é ", "漢字 ", "<&> x ", "Notes — café ", "L", "e\u0301", "line\tone\n"]  # "L", "e\u0301": one word, no space
 
 
 def large_labels(dimension: space.Dimension):
@@ -107,11 +113,14 @@ def _fallback_per_block(blocks: list[dict]) -> int:
 
 
 @st.composite
-def sections(draw, provider: str | None = None, allow_faults: bool = True, plain: bool = False) -> dict:
+def sections(draw, provider: str | None = None, allow_faults: bool = True, plain: bool = False,
+             controls: bool = True) -> dict:
     """A section in vector short form; with faults, sometimes a lie (understated, or stated as counted per
-    block), a non-text block, no label, or a truncated flag. Plain: short texts, no faults (cheap to repeat)."""
+    block), a non-text block, no label, or a truncated flag. Plain: short texts, no faults (cheap to repeat).
+    Controls: the label is sometimes one with a control character in it."""
     allow_faults = allow_faults and not plain
-    spec: dict = {"label": draw(st.sampled_from(_LABELS) if plain else labels)}
+    label = labels if not controls or plain or draw(st.integers(0, 5)) else control_labels
+    spec: dict = {"label": draw(st.sampled_from(_LABELS) if plain else label)}
     blocks = draw(_PLAIN_BLOCKS if plain else _BLOCKS)
     if allow_faults and draw(st.integers(0, 9)) == 0:
         blocks.insert(draw(st.integers(0, len(blocks))), draw(non_text_blocks))
@@ -166,10 +175,20 @@ def sized_histories(draw, dimension: space.Dimension, large: bool) -> list[dict]
 def files_touched(draw, dimension: space.Dimension, large: bool) -> list[str]:
     n = draw(dimension.strategy(large))
     if not large:
-        return [draw(st.sampled_from(["src/a.py", "docs/é.md"])) for _ in range(n)]
+        return [draw(_TOUCHED) for _ in range(n)]
     paths = [f"src/pkg{i}/módulo_{i}.py" for i in range(n)]
     paths[draw(st.integers(0, n - 1))] = "deep/" * draw(st.integers(100, 800)) + "file.md"  # up to 4 KiB
     return paths
+
+
+# Paths as the harness reports them, which the kernel passes on as they are (K-TURN-FIELDS): often already
+# normal, sometimes with what a path library would tidy away (a trailing slash, ".", "..", "//"), a space, a
+# backslash, or relative.
+_UNNORMAL_PATHS = ["/work/project/", "/work/./project", "/work//project", "/work/tmp/../project", "work/project",
+                   "/work/my project", "/work/projé", "C:\\work\\project", "/work/project/."]
+_WORKING_DIRECTORIES = st.sampled_from(["/work/project"] * 6 + _UNNORMAL_PATHS)
+_TOUCHED = st.sampled_from(["src/a.py", "docs/é.md", "src/a.py", "docs/é.md", "./src/a.py", "src//a.py",
+                            "src/pkg/../a.py", "src/pkg/", "docs/a b.md"])
 
 
 # --- identities -------------------------------------------------------------------------
@@ -219,6 +238,8 @@ def identities(draw, name: str, others: list[str], own: bool = False) -> str:
 # Strategies built once, not on every draw: hypothesis validates each new one, which cost a fifth of
 # the generation. The same strategies, so a seed generates the same scenarios.
 _MODEL_PROVIDERS = st.sampled_from(["acme", "other", "suite"])
+# words-only answers 0 for a text of white space alone: a count of 0 is an answer, not the lack of one.
+_MODEL_TOKENIZERS = st.sampled_from(["words", "words", "thirds", "words-only"])
 _WINDOWS = {False: st.one_of(st.integers(200, 5000), st.integers(5000, KERNEL["window"].usual[1])),
             True: KERNEL["window"].strategy(True)}
 
@@ -229,7 +250,8 @@ def models(draw, index: int, large: bool = False) -> dict:
     reserved = draw(st.integers(0, window // 4))
     return {"id": f"model-{index}", "provider": draw(_MODEL_PROVIDERS),
             "context_window": window, "reserved_output": reserved,
-            "system_overhead": draw(st.integers(0, window // 4)), "count_tokens": draw(st.booleans())}
+            "system_overhead": draw(st.integers(0, window // 4)), "count_tokens": draw(st.booleans()),
+            "tokenizer": draw(_MODEL_TOKENIZERS)}
 
 
 _ERROR_CODES = ["UNAVAILABLE", "INTERNAL", "INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNKNOWN",
@@ -281,9 +303,10 @@ _OWN = {n: st.lists(sections(), min_size=1, max_size=n) for n in (2, 4)}
 # Beside an edit of another's section, own sections that are often plain (short, no fault), so that what the kernel
 # does with the edit shows alone: a kernel that misses it keeps them, one that sees it discards them.
 _BESIDE = st.one_of(_OWN[2], st.lists(sections(plain=True), min_size=1, max_size=2))
-# Every field of a prior section an edit may change: its text (replaced, or re-blocked with the same text), its
-# label, its figure, its flags, its owner.
-_EDIT_FIELDS = st.sampled_from(["truncated", "stability", "text", "label", "tokens", "provider", "reblock", "reblock"])
+# Every field of a prior section an edit may change: its text (replaced, re-blocked with the same text, or its
+# last character changed, far past its start in a long text), its label, its figure, its flags, its owner.
+_EDIT_FIELDS = st.sampled_from(["truncated", "stability", "text", "label", "tokens", "provider", "reblock", "reblock",
+                                "tail"])
 _EDIT_INDEX = st.sampled_from([0, 0, 1])
 _REBLOCK = st.sampled_from(["split", "merge"])
 _REWRITTEN = st.lists(messages, min_size=1, max_size=2)
@@ -314,7 +337,7 @@ def actions(draw, name: str, others: list[str], compactor: bool, reach: int = 1)
         field = draw(_EDIT_FIELDS)
         value = {"text": lambda: draw(short_texts), "label": lambda: draw(labels),
                  "tokens": lambda: draw(st.integers(0, 99)), "truncated": lambda: True,
-                 "stability": lambda: draw(stabilities), "reblock": lambda: draw(_REBLOCK),
+                 "stability": lambda: draw(stabilities), "reblock": lambda: draw(_REBLOCK), "tail": lambda: True,
                  "provider": lambda: draw(identities(name, others, own=True))}[field]()
         return {"edit": [{"index": index(), field: value}], "append": beside()}
     if kind in ("drop", "merge", "split"):
@@ -371,7 +394,9 @@ def kernel_scenarios(draw, share: int | None = DEFAULT_SHARE, switched: frozense
     first_model = draw(st.sampled_from(model_list))
     names = _names(draw, size("providers"), "providers" in large)
     sessions = _session_ids(size("sessions"))
-    turns = max(size("turns"), len(sessions) if "sessions" in large else 1)
+    # Many sessions are taken in turn, and the first few met again after all the others (a small cache of
+    # sessions has forgotten them by then).
+    turns = size("turns") + (len(sessions) if "sessions" in large else 0)
     providers = _providers(draw, names, turns, "providers" in large)
     turn_docs = []
     for i in range(turns):
@@ -383,6 +408,7 @@ def kernel_scenarios(draw, share: int | None = DEFAULT_SHARE, switched: frozense
             "session_id": session, "turn_id": f"01JDPROPERTYTURN{i:011d}",
             "model": first_model["id"] if i == 0 else draw(st.sampled_from(ids)),
             "files_touched": draw(files_touched(KERNEL["files"], "files" in large)),
+            "working_directory": draw(_WORKING_DIRECTORIES),
             "new_messages": draw(sized_histories(KERNEL["history"], "history" in large and i == 0))}})
     count_turns = [{"count_tokens": {"content": _counted(draw, "count-blocks" in large),
                                      **({"model": draw(st.sampled_from(ids))} if draw(st.booleans()) else {})}}
@@ -396,6 +422,7 @@ def kernel_scenarios(draw, share: int | None = DEFAULT_SHARE, switched: frozense
             enlarge(draw, doc, turns)
     for provider in doc["setup"]["providers"]:
         _budget(draw, provider, first_model, large)
+    _caps_within_int64(doc["setup"]["providers"])
     if draw(st.integers(0, 3)) == 0:
         _ceiling_at_caps(doc, draw(_AROUND))
     return doc
@@ -432,6 +459,17 @@ def _budget(draw, provider: dict, first_model: dict, large: frozenset) -> None:
         provider["token_budget_override"] = draw(_OVERRIDES["override" in large])
 
 
+def _caps_within_int64(providers: list[dict]) -> None:
+    """Each default and override lowered, where needed, to a share of int64 the providers can hold together: the
+    wire carries a cap in int64, and a sum of caps past it is a configuration no kernel is asked about here."""
+    most = space.INT64_MAX // max(1, len(providers))
+    for provider in providers:
+        capabilities = provider["capabilities"]
+        capabilities["default_token_budget"] = min(capabilities["default_token_budget"], most)
+        if provider.get("token_budget_override") is not None:
+            provider["token_budget_override"] = min(provider["token_budget_override"], most)
+
+
 def _ceiling_at_caps(doc: dict, around: int) -> None:
     """The smallest effective ceiling of the routing chain moved to the caps' sum, or one token either side,
     where the budget warning's comparison shows (R-BUDGET-SUM-WARNING); by the system overhead of that model,
@@ -460,7 +498,14 @@ def _content(spec: dict) -> list[dict]:
 
 def _count(specs: list[dict], model: dict) -> int:
     """What the kernel's count of these short-form sections is on this model (tokenizer or formula)."""
-    return sum(tokens.count(_content(spec), exact=model["count_tokens"]) for spec in specs)
+    return sum(_model_count(_content(spec), model) for spec in specs)
+
+
+def _model_count(content: list[dict], model: dict) -> int:
+    """CountTokens for a generated model: its own tokenizer when it has one, else the formula."""
+    if model["count_tokens"]:
+        return tokens.KERNEL_TOKENIZERS[model.get("tokenizer", "words")](content)
+    return tokens.fallback_count(content)
 
 
 def readings(specs: list[dict], model: dict) -> dict[str, int]:
@@ -469,10 +514,9 @@ def readings(specs: list[dict], model: dict) -> dict[str, int]:
     figures the sections state taken on trust. Under the formula the first three differ wherever a block's
     byte length is not a multiple of four."""
     blocks = [b for spec in specs for b in _content(spec)]
-    exact = model["count_tokens"]
     stated = sum(spec.get("tokens", _count([spec], model)) for spec in specs)
-    return {"each section": _count(specs, model), "one request": tokens.count(blocks, exact),
-            "each block": sum(tokens.count([b], exact) for b in blocks), "stated": stated}
+    return {"each section": _count(specs, model), "one request": _model_count(blocks, model),
+            "each block": sum(_model_count([b], model) for b in blocks), "stated": stated}
 
 
 # --- large scenarios: each switched dimension made large after the usual scenario is drawn -------------------
@@ -571,13 +615,20 @@ def _enlarge_blocks(draw, doc: dict, turns: int) -> None:
         section["content"] = _cycled(section["content"], draw(KERNEL["blocks"].strategy(True)), _numbered_block)
 
 
+def _fresh_name(providers: list[dict], stem: str) -> str:
+    """A provider name no provider of the scenario has yet: two enlargers may each add a provider, and a
+    name declared twice is no scenario at all (loading refuses it)."""
+    taken = {p["name"] for p in providers}
+    return next(f"{stem}-{i}" for i in range(len(providers) + 1) if f"{stem}-{i}" not in taken)
+
+
 def _a_compactor(draw, doc: dict, turns: int, last: bool = False) -> dict:
     """A compactor of the scenario (the last provider, with `last`), made one where needed, with room."""
     providers = doc["setup"]["providers"]
     found = [p for p in providers if p["capabilities"]["compactor"]]
     if last or not found:
         if not providers:
-            providers.append({"name": "compactor-0", "capabilities": {"default_token_budget": 0,
+            providers.append({"name": _fresh_name(providers, "compactor"), "capabilities": {"default_token_budget": 0,
                               "stability": "STABILITY_DYNAMIC", "compactor": True},
                               "script": [{"keep": True} for _ in range(turns)]})
         found = [providers[-1] if last else draw(st.sampled_from(providers))]
@@ -591,9 +642,9 @@ def _enlarge_compactors(draw, doc: dict, turns: int) -> None:
     """Several compactors, each rewriting the history in the same firing."""
     providers = doc["setup"]["providers"]
     k = draw(KERNEL["compactors"].strategy(True))
-    for j in range(k - len(providers)):
+    for _ in range(k - len(providers)):
         providers.insert(draw(st.integers(0, len(providers))), {
-            "name": f"compactor-{j}", "capabilities": {"default_token_budget": 0, "stability": "STABILITY_DYNAMIC",
+            "name": _fresh_name(providers, "compactor"), "capabilities": {"default_token_budget": 0, "stability": "STABILITY_DYNAMIC",
                                                        "compactor": False},
             "script": [{"keep": True} for _ in range(turns)]})
     turn = draw(st.integers(min(1, turns - 1), turns - 1))   # after the first turn, where it can: "ahead" uses that one
@@ -621,7 +672,7 @@ def _enlarge_ahead(draw, doc: dict, turns: int) -> None:
     n = draw(KERNEL["ahead"].strategy(True))
     most = KERNEL["sections"].large[1]   # no feeder offers more in one reply than a large reply holds
     while len(providers) < 1 + -(-n // most):
-        providers.insert(0, {"name": f"feeder-{len(providers)}", "capabilities": {"default_token_budget": 0,
+        providers.insert(0, {"name": _fresh_name(providers, "feeder"), "capabilities": {"default_token_budget": 0,
                              "stability": "STABILITY_STATIC", "compactor": False},
                              "script": [{"keep": True} for _ in range(turns)]})
     compactor = _a_compactor(draw, doc, turns, last=True)
@@ -669,7 +720,8 @@ _decomposed = _joined(["e\u0301", "a\u0308", "o", " ", "ß", "\u00e9", "  ", "\r
 _ODD_FIELDS = st.sampled_from([{}, {}, {}, {"tokens": 0}, {"stability": "STABILITY_UNSPECIFIED"},
                                {"truncated": True}, {"label": ""}, {"tokens": 0, "stability": "STABILITY_UNSPECIFIED"}])
 _PRIOR = st.builds(lambda spec, text, odd: {**spec, "content": [{"text": text}, *spec["content"][1:]], **odd},
-                   sections(allow_faults=False), st.one_of(short_texts, _decomposed), _ODD_FIELDS)
+                   sections(allow_faults=False, controls=False), st.one_of(short_texts, _decomposed),
+                   _ODD_FIELDS)
 SOURCE_NAME = "CONTEXT.md"  # the fixture a generated scenario writes, which a file reader's label may name
 
 

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from conformance.wire.pb.pluggableharness.common.v1 import common_pb2
@@ -59,7 +60,7 @@ def parse(type_name: str, data: Any) -> ProtoMessage:
 def to_json(message: ProtoMessage) -> dict:
     """The canonical JSON form of any protobuf message."""
     try:
-        return json_format.MessageToDict(
+        data = json_format.MessageToDict(
             message,
             always_print_fields_with_no_presence=True,
             preserving_proto_field_name=True,
@@ -67,6 +68,30 @@ def to_json(message: ProtoMessage) -> dict:
         )
     except json_format.SerializeToJsonError as exc:  # a NaN or infinity in a Struct: read, but it has no JSON form
         raise WireFormError(f"not a valid {message.DESCRIPTOR.name}: {exc}") from None
+    return _int64_as_numbers(message.DESCRIPTOR, data)
+
+
+_INT64_TYPES = frozenset({FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_SFIXED64,
+                          FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64})
+
+
+def _int64_as_numbers(descriptor, data: dict) -> dict:
+    """json_format unquotes an int64 only where a double holds it exactly (up to 2^53): past that it stays a
+    string. The canonical form has every int64 a number, whatever its size."""
+    if descriptor.full_name.startswith("google.protobuf."):
+        return data  # Struct, Any and the like: their JSON forms are their own
+    for field in descriptor.fields:
+        if field.name not in data:
+            continue
+        value = data[field.name]
+        if field.type in _INT64_TYPES:
+            data[field.name] = [int(v) for v in value] if isinstance(value, list) else int(value)
+        elif field.message_type is not None and not field.message_type.GetOptions().map_entry:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if isinstance(item, dict):
+                    _int64_as_numbers(field.message_type, item)
+    return data
 
 
 def normalize(type_name: str, data: Any) -> dict:

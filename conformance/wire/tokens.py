@@ -72,10 +72,16 @@ def _words_and_thirds(content: list[dict]) -> int:
     return sum(len(_WORD.findall(t)) + (len(t.encode("utf-8")) + 2) // 3 for t in texts_of(content))
 
 
+def _words_only(content: list[dict]) -> int:
+    """Words alone, per text block, summed: a text of white space alone counts 0, which is an answer (a kernel
+    that takes a 0 for no answer falls back to the formula, and is seen to)."""
+    return sum(len(_WORD.findall(t)) for t in texts_of(content))
+
+
 # The tokenizers of the kernel's declared models (`tokenizer:` in a kernel vector), by name. Each is additive
 # over blocks, so a kernel may count a section in one call or one per block; they differ from model to model,
 # so a kernel that counts for another model than the turn's is seen to.
-KERNEL_TOKENIZERS = {"words": suite_tokenizer_count, "thirds": _words_and_thirds}
+KERNEL_TOKENIZERS = {"words": suite_tokenizer_count, "thirds": _words_and_thirds, "words-only": _words_only}
 
 
 def _over_whole_text(tokenizer):

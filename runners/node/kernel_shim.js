@@ -27,8 +27,33 @@ function nextLine() {
   return new Promise((resolve) => { waiting = resolve; });
 }
 
+// Caps, windows and ceilings are int64 and held as BigInt: a Number is exact only up to 2^53. The suite writes
+// int64 as JSON numbers, which JSON.parse would round past that: `parse` reads those as strings first. The
+// shim writes a BigInt a Number holds as a number, a larger one as a string (the proto3 JSON mapping allows both).
+const wire = (key, value) => (typeof value === "bigint" ? (Number.isSafeInteger(Number(value)) ? Number(value) : String(value)) : value);
+
+// JSON.parse, with every integer of 16 digits or more (outside strings) read as a string of its digits.
+function parse(line) {
+  if (!/\d{16}/.test(line)) return JSON.parse(line);
+  let out = "", inString = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (inString) {
+      out += c;
+      if (c === "\\") out += line[++i];
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') { inString = true; out += c; continue; }
+    const digits = /^-?\d{16,}(?![.eE\d])/.exec(line.slice(i, i + 40));
+    if (digits) { out += `"${digits[0]}"`; i += digits[0].length - 1; continue; }
+    out += c;
+  }
+  return JSON.parse(out);
+}
+
 function send(message) {
-  process.stdout.write(JSON.stringify(message) + "\n");
+  process.stdout.write(JSON.stringify(message, wire) + "\n");
 }
 
 class CallFailed extends Error {
@@ -46,7 +71,7 @@ async function call(name, provider, request) {
   send(message);
   const line = await nextLine();
   if (line === null) process.exit(0); // the suite went away
-  const answer = JSON.parse(line);
+  const answer = parse(line);
   if (answer.error) throw new CallFailed(answer.error);
   return answer.result;
 }
@@ -54,6 +79,7 @@ async function call(name, provider, request) {
 // --- wire forms: the suite writes canonical proto3 JSON; fill in what proto3 may omit --------
 
 const int = (value) => Number(value || 0);
+const int64 = (value) => BigInt(value || 0);
 const isText = (block) => Object.keys(block).length === 1 && "text" in block;
 const textsOf = (content) => content.filter((b) => "text" in b).map((b) => (b.text && b.text.text) || "");
 
@@ -114,8 +140,9 @@ function categoryOf(contextError) {
 
 const kernel = { models: {}, routing: [], providers: [], sessions: {} };
 
-const ceiling = (m) => int(m.context_window) - int(m.reserved_output) - int(m.system_overhead);
-const cap = (p) => (p.override !== null && p.override !== undefined ? int(p.override) : int(p.capabilities.default_token_budget));
+const ceiling = (m) => int64(m.context_window) - int64(m.reserved_output) - int64(m.system_overhead);
+const cap = (p) => (p.override !== null && p.override !== undefined ? int64(p.override) : int64(p.capabilities.default_token_budget));
+const least = (values) => values.reduce((a, b) => (b < a ? b : a));
 
 async function load({ config }) {
   kernel.models = Object.fromEntries(config.models.map((m) => [m.id, m]));
@@ -128,10 +155,10 @@ async function load({ config }) {
     await call("Configure", entry.name, { config: entry.config || {} });
   }
   const warnings = [];
-  const total = kernel.providers.reduce((sum, p) => sum + cap(p), 0);
+  const total = kernel.providers.reduce((sum, p) => sum + cap(p), 0n);
   const ceilings = kernel.routing.filter((id) => kernel.models[id]).map((id) => ceiling(kernel.models[id]));
-  if (ceilings.length && total > Math.min(...ceilings)) {
-    warnings.push({ code: "budget_sum_exceeds_ceiling", message: `caps add up to ${total}, over ${Math.min(...ceilings)}` });
+  if (ceilings.length && total > least(ceilings)) {
+    warnings.push({ code: "budget_sum_exceeds_ceiling", message: `caps add up to ${total}, over ${least(ceilings)}` });
   }
   let dynamic = false;
   for (const p of kernel.providers) { // warn only: the order stays as declared
@@ -213,7 +240,7 @@ async function assemble({ turn }) {
   const session = kernel.sessions[turn.session_id] || (kernel.sessions[turn.session_id] = { history: [], last: 0 });
   session.history = session.history.concat(turn.new_messages || []);
   const model = kernel.models[turn.model];
-  const target = { id: model.id, context_window: int(model.context_window), effective_ceiling: ceiling(model) };
+  const target = { id: model.id, context_window: int64(model.context_window), effective_ceiling: ceiling(model) };
   const diagnostics = [];
   let chain = []; // every firing starts empty
   let historyTokens = await count(historyContent(session.history), model);
@@ -277,7 +304,7 @@ const OPS = {
 async function main() {
   for (let line = await nextLine(); line !== null; line = await nextLine()) {
     if (!line.trim()) continue;
-    const request = JSON.parse(line);
+    const request = parse(line);
     const op = OPS[request.op];
     let reply;
     try {
