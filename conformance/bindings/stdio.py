@@ -15,9 +15,6 @@ from conformance.bindings.jsonlines import JsonLinesProcess
 # so the second is already there; a longer wait would cost every case of every run.
 QUIET_WINDOW = 0.005
 STOP_WAIT = 2.0  # for the answer to stop, and then for the exit
-
-
-
 CALLBACK_WALL = 10  # how many timeouts of wall clock one op may take, callbacks and all
 
 

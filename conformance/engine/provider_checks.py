@@ -661,11 +661,7 @@ def _each_own(judge):
 def _each_written(judge):
     """judge(want, section, checker) for every section the provider wrote this firing, not those it handed
     back exactly as it was sent them (no evidence of how it writes one)."""
-    return _wrote(lambda want, seen, checker: _each_judged(seen.get("written") or _nothing(), lambda s: judge(want, s, checker)))
-
-
-def _nothing() -> list[dict]:
-    raise NotEvaluable
+    return _wrote(lambda want, seen, checker: _each_judged(seen["written"], lambda s: judge(want, s, checker)))
 
 
 def _each_judged(sections: list[dict], judge) -> list[str]:
