@@ -1111,6 +1111,24 @@ class ScopeIgnoresFlags(ReferenceKernel):
                             provider, chain, sections)
 
 
+@mutant("K-PROMPT-BOUNDARIES", property_only=True)
+class LabelLineBreaksFlattened(ReferenceKernel):
+    """Keeps each boundary on one line: every kind of line break in a label (CR, LF, CRLF, U+2028) becomes a
+    space. No vector has such a label; the generated ones do (strategies.CONTROLS)."""
+
+    def render_section(self, section):
+        return super().render_section({**section, "label": re.sub(r"\r\n|[\r\n\u2028]", " ", section["label"])})
+
+
+@mutant("K-PROMPT-BOUNDARIES", property_only=True)
+class LabelControlsStripped(ReferenceKernel):
+    """Drops the control characters other than line breaks from a label it renders (a tab, an escape, a bell,
+    a delete), as a terminal-safe printer would."""
+
+    def render_section(self, section):
+        return super().render_section({**section, "label": re.sub(r"[\t\x1b\x07\x7f]", "", section["label"])})
+
+
 @mutant("K-COMPACTOR-BUDGET", property_only=True)
 class FirstCompactorUnchecked(ReferenceKernel):
     """Skips the budget check for a compactor that runs first in the chain."""
