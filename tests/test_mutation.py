@@ -41,3 +41,14 @@ def test_one_mutant_end_to_end(tmp_path):
     assert mutant["status"] == "killed" and mutant["stage"] == "filereader", mutant
     assert report["summary"]["targets"]["filereader"]["score"] == 1.0
     assert "| filereader | 1 | 1 |" in (report_dir / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_freedom_counts_as_equivalent_only_with_its_variant():
+    from conformance.commands import mutation_report
+    mutant = {"id": "m", "source_line": "x = 1"}
+    freedom = {"class": "freedom", "quote": "q", "anchor": "context/README.md#x"}
+    assert mutation_report._problem(freedom, mutant) == "freedom without variant"
+    assert "not in conformance/proofs" in mutation_report._problem({**freedom, "variant": "NoSuchVariant"}, mutant)
+    assert mutation_report._problem({**freedom, "variant": "EagerReader"}, mutant) is None
+    counts = {"killed": 8, "warned-only": 1, "timed-out": 0, "incompetent": 1}
+    assert mutation_report._score(counts, tried=12, equivalent=2) == 1.0  # 8 / (12 - 2 - 1 - 1)
