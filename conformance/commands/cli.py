@@ -7,7 +7,8 @@
     ctxconf requirements [--spec DIR]
     ctxconf explain ID
     ctxconf diff A.json B.json [--markdown]
-    ctxconf matrix [FILE.yaml] [--html FILE] [--markdown FILE] [--json FILE]
+    ctxconf matrix [FILE.yaml] [--html FILE] [--markdown FILE] [--json FILE] [--shard K/N]
+    ctxconf merge SHARD.json... [--report FILE] [--html FILE] [--markdown FILE]
 
 Exit codes: 0 conformant (or, for requirements, no gaps), 1 not conformant
 (or gaps), 2 bad usage or bad input files.
@@ -131,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="only the implementations whose name contains TEXT")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="also print the scenario space the property tests draw from (docs/scenario-space.md)")
+    _shard_option(check, "subjects", "--report")
     check.set_defaults(func=_selftest)
 
     explain = commands.add_parser("explain", help="explain a requirement, ruling or vector, with its evidence",
@@ -159,13 +161,18 @@ def _parser() -> argparse.ArgumentParser:
                                  "not the one its entry expects, 2 on a bad file.")
     matrix.add_argument("file", type=Path, nargs="?", metavar="FILE.yaml",
                         help="the matrix file (default: the bundled demo, examples/matrix.yaml)")
-    matrix.add_argument("--html", type=Path, default=Path("ctxconf-matrix.html"), metavar="FILE",
-                        help="the self-contained HTML page (default: ctxconf-matrix.html)")
-    matrix.add_argument("--markdown", type=Path, default=Path("ctxconf-matrix.md"), metavar="FILE",
-                        help="the Markdown tables (default: ctxconf-matrix.md)")
-    matrix.add_argument("--json", type=Path, default=Path("ctxconf-matrix.json"), metavar="FILE",
-                        help="the matrix and every report, as JSON (default: ctxconf-matrix.json)")
+    _matrix_outputs(matrix, "; none for a shard", "")
+    _shard_option(matrix, "entries", "--json")
     matrix.set_defaults(func=_matrix)
+
+    merge = commands.add_parser("merge", help="join the shard reports of a sharded selftest or matrix run",
+                                description="Join the reports of `ctxconf selftest --shard K/N` or `ctxconf "
+                                "matrix --shard K/N` into what the unsharded run prints and writes, with its exit "
+                                "code. Exits 2 when a shard is missing or given twice, or the reports come from "
+                                "different runs (another N, profile, seed, suite version or unit list).")
+    merge.add_argument("shards", type=Path, nargs="+", metavar="SHARD.json", help="every shard's report")
+    _matrix_outputs(merge, "; matrix shards only", "; for self-test shards, only when given")
+    merge.set_defaults(func=_merge)
 
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
@@ -176,6 +183,27 @@ def _parser() -> argparse.ArgumentParser:
     reqs.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
     reqs.set_defaults(func=_requirements)
     return parser
+
+
+def _shard_option(parser: argparse.ArgumentParser, units: str, report: str) -> None:
+    from conformance.commands import shards
+    parser.add_argument("--shard", type=shards.parse, metavar="K/N",
+                        help=f"run only the K-th of N disjoint slices of the {units}, and write a shard report "
+                        f"({report}) for `ctxconf merge`")
+
+
+def _matrix_outputs(parser: argparse.ArgumentParser, more: str, json_more: str) -> None:
+    """The files a matrix is written to (None: the default in MATRIX_OUTPUTS, or none for a shard)."""
+    parser.add_argument("--html", type=Path, metavar="FILE", help=f"the self-contained HTML page (default: "
+                        f"{MATRIX_OUTPUTS['html']}{more})")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help=f"the Markdown tables (default: "
+                        f"{MATRIX_OUTPUTS['markdown']}{more})")
+    parser.add_argument("--json", "--report", type=Path, metavar="FILE", help=f"the JSON report (default: "
+                        f"{MATRIX_OUTPUTS['json']}{json_more})")
+
+
+MATRIX_OUTPUTS = {"json": Path("ctxconf-matrix.json"), "markdown": Path("ctxconf-matrix.md"),
+                  "html": Path("ctxconf-matrix.html")}
 
 
 def _target_options(parser: argparse.ArgumentParser, role: str) -> None:
@@ -275,15 +303,31 @@ def _replay(args: argparse.Namespace) -> int:
 def _selftest(args: argparse.Namespace) -> int:
     from conformance.commands import selftest
     started = time.perf_counter()
-    outcomes = selftest.run(args.profile, args.seed, args.jobs, args.filter,
-                            on_done=lambda *done: print(selftest.progress_line(*done), file=sys.stderr, flush=True))
-    if not outcomes:
+    everyone = [s for s in selftest.subjects() if args.filter in s.name]
+    if not everyone:
         raise InputError("--filter", f"no implementation's name contains {args.filter!r}")
+    mine = selftest.shard_of(everyone, args.shard) if args.shard else {s.key for s in everyone}
+    outcomes = selftest.run(args.profile, args.seed, args.jobs, args.filter, where=lambda s: s.key in mine,
+                            on_done=lambda *done: print(selftest.progress_line(*done), file=sys.stderr, flush=True))
     seconds = time.perf_counter() - started
-    print(selftest.render(outcomes, seconds, args.verbose, args.profile))
-    if args.report:
-        _write(args.report, json.dumps(selftest.to_json(outcomes, seconds), indent=2) + "\n")
-    gaps = not args.filter and (selftest.idle_vectors(outcomes) or selftest.only_by_properties(outcomes))
+    if args.shard:  # the corpus-wide verdicts need every shard: `ctxconf merge` gives them
+        header = selftest.shard_header(everyone, args.shard, args.profile, args.seed, args.filter)
+        report = selftest.to_shard_json(outcomes, seconds, header)
+        print(selftest.render(outcomes, seconds, args.verbose, args.profile, args.shard))
+        if args.report:
+            _write(args.report, json.dumps(report, indent=2) + "\n")
+        return Exit.FAILED if any(o.problem for o in outcomes) else Exit.OK
+    return _selftest_verdict(outcomes, seconds, args.report, args.filter, args.profile, args.verbose)
+
+
+def _selftest_verdict(outcomes, seconds: float, report: Path | None, only: str, profile: str,
+                      verbose: bool = False) -> int:
+    """What a whole self-test (run at once, or merged from its shards) prints, writes and exits with."""
+    from conformance.commands import selftest
+    print(selftest.render(outcomes, seconds, verbose, profile))
+    if report:
+        _write(report, json.dumps(selftest.to_json(outcomes, seconds), indent=2) + "\n")
+    gaps = not only and (selftest.idle_vectors(outcomes) or selftest.only_by_properties(outcomes))
     return Exit.FAILED if any(o.problem for o in outcomes) or gaps else Exit.OK
 
 
@@ -332,15 +376,48 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _matrix(args: argparse.Namespace) -> int:
     from conformance.commands import matrix
+    outputs = _matrix_files(args, everything=not args.shard)
+    found, header = matrix.run(args.file or matrix.DEMO, _parser().parse_args, args.shard)
+    return _write_matrix(found, outputs, header)
+
+
+def _matrix_files(args: argparse.Namespace, everything: bool) -> dict[str, Path]:
+    """The matrix outputs to write: those asked for, and, for a whole matrix, the others at their defaults."""
+    outputs = {kind: getattr(args, kind) or (default if everything or kind == "json" else None)
+               for kind, default in MATRIX_OUTPUTS.items()}
+    for kind, path in outputs.items():
+        if path:
+            certify.check_output_file(f"--{kind}", path)
+    return {kind: path for kind, path in outputs.items() if path}
+
+
+def _write_matrix(found, outputs: dict[str, Path], header: dict | None = None) -> int:
+    """Write a matrix (or a shard's, with its header in the JSON); exit 1 when an entry's verdict is not the one
+    it expects."""
     from conformance.reports import matrix_report
-    for option, path in (("--html", args.html), ("--markdown", args.markdown), ("--json", args.json)):
-        certify.check_output_file(option, path)
-    found = matrix.run(args.file or matrix.DEMO, _parser().parse_args)
-    for path, text in ((args.json, json.dumps(matrix_report.to_json(found), indent=2, ensure_ascii=False) + "\n"),
-                       (args.markdown, matrix_report.to_markdown(found)), (args.html, matrix_report.to_html(found))):
-        _write(path, text)
+    render = {"json": lambda: json.dumps({**({"shard": header} if header else {}), **matrix_report.to_json(found)},
+                                         indent=2, ensure_ascii=False) + "\n",
+              "markdown": lambda: matrix_report.to_markdown(found), "html": lambda: matrix_report.to_html(found)}
+    for kind, path in outputs.items():
+        _write(path, render[kind]())
         print(f"wrote {path}")
     return found.exit_code
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from conformance.commands import shards
+    loaded = shards.load(args.shards)
+    docs = [doc for _, doc in loaded]
+    head = docs[0]["shard"]
+    if head["command"] == "matrix":
+        from conformance.commands import matrix
+        return _write_matrix(matrix.merge(docs), _matrix_files(args, everything=True))
+    for option in ("html", "markdown"):
+        if getattr(args, option):
+            raise InputError(f"--{option}", "a self-test writes no such report; give --report for its JSON")
+    from conformance.commands import selftest
+    outcomes, seconds = selftest.merge(docs)
+    return _selftest_verdict(outcomes, seconds, args.json, head["filter"], head["profile"])
 
 
 def _requirements(args: argparse.Namespace) -> int:

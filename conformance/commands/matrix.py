@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from conformance.data import paths
-from conformance.commands import certify
+from conformance.commands import certify, shards
+from conformance.commands.shards import Shard
 from conformance.bindings.base import LaunchError
 from conformance.reports import json_report
 from conformance.reports.matrix_report import Column, Matrix, build
@@ -83,11 +84,16 @@ def load(path: Path) -> tuple[str, list[Entry]]:
     return doc.get("title", f"ctxconf matrix: {path.name}"), entries
 
 
-def run(path: Path, parse: Callable[[list[str]], argparse.Namespace]) -> Matrix:
-    """Certify every entry in turn; `parse` is the CLI's parser, so each run is a `ctxconf ROLE ...`."""
+def run(path: Path, parse: Callable[[list[str]], argparse.Namespace],
+        shard: Shard | None = None) -> tuple[Matrix, dict | None]:
+    """Certify every entry in turn (or a shard's, with the header its report carries); `parse` is the CLI's
+    parser, so each run is a `ctxconf ROLE ...`."""
     title, entries = load(path)
+    mine = shard.take(entries) if shard else entries
     columns = []
     for n, entry in enumerate(entries, 1):
+        if entry not in mine:
+            continue
         args = parse([entry.role, *entry.argv])
         try:
             report = certify.role_run(args, entry.role)
@@ -99,4 +105,24 @@ def run(path: Path, parse: Callable[[list[str]], argparse.Namespace]) -> Matrix:
         print(f"[{n}/{len(entries)}] {entry.name} ({entry.role} over {report.binding}): {column.outcome}{note}",
               file=sys.stderr)
         columns.append(column)
-    return build(title, columns)
+    return build(title, columns), shard and _shard_header(path, title, entries, shard)
+
+
+def _shard_header(path: Path, title: str, entries: list[Entry], shard: Shard) -> dict:
+    """Which shard of which matrix: the fingerprint is of the file's implementations as written (paths in it
+    stay relative, so runners that check out elsewhere agree)."""
+    doc = read_yaml(path)
+    return shards.header("matrix", shard, doc.get("profile", "ci") if doc.get("properties", True) else None,
+                         None, doc["implementations"], title=title, entries=[e.name for e in entries])
+
+
+def merge(docs: list[dict]) -> Matrix:
+    """The matrix of every shard's columns, in the file's order (shards.load has checked they are one run's)."""
+    head = docs[0]["shard"]
+    columns = {who["name"]: Column(who["name"], doc["reports"][who["name"]], who["target"], who["expect"])
+               for doc in docs for who in doc["implementations"]}
+    missing = [name for name in head["entries"] if name not in columns]
+    if missing:
+        raise InputError("shard reports", f"no shard has the entry {missing[0]!r}, which the matrix lists",
+                         "implementations")
+    return build(head["title"], [columns[name] for name in head["entries"]])

@@ -25,13 +25,16 @@ from conformance.data import vectors as vectors_mod
 from conformance.data import manifest as manifest_mod
 from conformance.data import catalog as catalog_mod
 from conformance.data import paths
+from conformance.data.schemas import InputError
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL
 from conformance.bindings.grpc_kernel import GrpcKernelBinding
 from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.launch_plugins import LaunchingKernel
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
+from conformance.commands import shards
 from conformance.commands.certify import ROLES
+from conformance.commands.shards import Shard
 from conformance.commands.funnel import run_cases
 from conformance.engine import provider_checks
 from conformance.engine.connection import Connection
@@ -130,6 +133,20 @@ class Outcome:
         if s.property_only and set(s.breaks) & self.by_vectors:
             return "caught by the vectors, though declared property-only"
         return ""
+
+    def evidence(self) -> dict:
+        """What a shard report keeps beyond the report's own fields, so that a merge can rebuild the outcome:
+        the problem's wording, and which vectors killed it (for the vectors that kill no mutant)."""
+        return {"why": self.why, "unexercised": self.unexercised, "killed_by": sorted(self.killed_by),
+                "stray": sorted(self.stray)}
+
+    @classmethod
+    def from_json(cls, subject: Subject, entry: dict) -> Outcome:
+        """The outcome a shard report's entry (to_json's, with its evidence) records for `subject`."""
+        evidence = entry["evidence"]
+        return cls(subject, set(entry["by_vectors"]), set(entry["by_properties"]), dict(evidence["why"]),
+                   list(entry["errors"]), entry["seconds"], list(evidence["unexercised"]),
+                   set(evidence["killed_by"]), set(entry["cited_collateral"]), set(evidence["stray"]))
 
 
 def _conforming(name: str, role: str, cls, manifest: str = "", bindings=("python", "stdio")) -> list[Subject]:
@@ -291,6 +308,48 @@ def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, o
     return [by_key[s.key] for s in everyone]
 
 
+def unit_list(everyone: list[Subject]) -> list[list]:
+    """What identifies a run's subjects, for its shards' fingerprint: each one's key and declaration."""
+    return [[*s.key, list(s.breaks), list(s.also), s.property_only, s.freedom, s.vectors_under, s.extra_args]
+            for s in everyone]
+
+
+def shard_of(everyone: list[Subject], shard: Shard) -> set[tuple[str, str, str]]:
+    """The keys of one shard's subjects: dealt from the slowest first, so each shard gets its share of the
+    costly ones."""
+    return {s.key for s in shard.take(slowest_first(everyone))}
+
+
+def shard_header(everyone: list[Subject], shard: Shard, profile: str, seed: int | None, only: str) -> dict:
+    return shards.header("selftest", shard, profile, seed, unit_list(everyone), filter=only,
+                         subjects=len(everyone))
+
+
+def to_shard_json(outcomes: list[Outcome], seconds: float, header: dict) -> dict:
+    """A shard's report: its header, and its subjects as to_json has them, each with its evidence. The
+    corpus-wide lists (vectors that kill no mutant, ...) are left to the merge, which sees every subject."""
+    subjects_json = to_json(outcomes, seconds)["subjects"]
+    for entry, outcome in zip(subjects_json, outcomes):
+        entry["evidence"] = outcome.evidence()
+    return {"shard": header, "seconds": round(seconds, 2), "subjects": subjects_json}
+
+
+def merge(docs: list[dict]) -> tuple[list[Outcome], float]:
+    """The outcomes of every shard, in the unsharded run's order, and the longest shard's seconds (the wall
+    time of shards run side by side). The shards' subjects must be this suite's: InputError otherwise."""
+    head = docs[0]["shard"]
+    everyone = [s for s in subjects() if head["filter"] in s.name]
+    if shards.fingerprint(unit_list(everyone)) != head["units"]:
+        raise InputError("shard reports", "their subjects are not this suite's (another version or checkout of "
+                         "ctxconf wrote them): merge with the ctxconf that ran the shards", "shard.units")
+    entries = {(e["role"], e["name"], e["binding"]): e for doc in docs for e in doc["subjects"]}
+    missing = [s for s in everyone if s.key not in entries]
+    if missing:
+        raise InputError("shard reports", f"no shard has {missing[0].name} ({missing[0].role}, "
+                         f"{missing[0].binding}), which the run certifies", "subjects")
+    return [Outcome.from_json(s, entries[s.key]) for s in everyone], max(doc["seconds"] for doc in docs)
+
+
 def progress_line(outcome: Outcome, done: int, total: int) -> str:
     """One line per subject as it finishes, for stderr: the run is long and otherwise silent."""
     s = outcome.subject
@@ -322,7 +381,8 @@ def unexercised(everyone: list[Subject]) -> list[str]:
     return [r.id for r in catalog.requirements.values() if r.testable and r.normative and r.id not in targeted]
 
 
-def render(outcomes: list[Outcome], seconds: float, verbose: bool = False, profile: str = "ci") -> str:
+def render(outcomes: list[Outcome], seconds: float, verbose: bool = False, profile: str = "ci",
+           shard: Shard | None = None) -> str:
     mutants = [o for o in outcomes if o.subject.mutant]
     conforming = [o for o in outcomes if not o.subject.mutant]
     rows: dict[tuple[str, str], dict[str, Outcome]] = {}
@@ -337,7 +397,10 @@ def render(outcomes: list[Outcome], seconds: float, verbose: bool = False, profi
     gaps = unexercised(subjects())
     if gaps:
         lines.append("requirements no mutant exercises: " + ", ".join(gaps))
-    if mutants:
+    if mutants and shard:
+        lines.append(f"shard {shard}: the vectors that kill no mutant, and the MUSTs whose mutants only the property "
+                     "tests catch, are found over every shard by `ctxconf merge`")
+    elif mutants:
         lines.append("vectors that kill no mutant (and are no control): " + (", ".join(idle_vectors(outcomes))
                                                                              or "none"))
         lines.append("MUSTs whose mutants only the property tests catch: " + (", ".join(only_by_properties(outcomes))
