@@ -110,3 +110,44 @@ def test_the_script_installs_the_checkout_it_sits_in_and_certifies_from_a_clean_
     installed = subprocess.run([tmp_path / "venv" / "bin" / "python", "-c", "from conformance.data import paths; "
                                 "print(paths.PUBLIC)"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert str(ROOT) not in installed.stdout  # the wheel's own copy of the data, not the checkout's
+
+
+TWO_ENTRIES = """properties: false
+implementations:
+  - {{name: ref, role: kernel, binding: python, target: 'conformance.reference.kernel:create'}}
+  - {{name: reader, role: provider, binding: python, target: 'conformance.reference.filereader:create',
+     manifest: '{manifest}'}}
+"""
+
+
+def test_a_matrix_runs_as_shards_that_a_last_job_merges(tmp_path):
+    """The sharded form: each shard job writes shard-K.json into the output dir, the merge job finds them
+    there (as a CI's artifacts bring them) and writes the matrix's report, summary and page."""
+    (tmp_path / "m.yaml").write_text(TWO_ENTRIES.format(manifest=MANIFEST))
+    for k in (1, 2):
+        run, out, outputs = certify(tmp_path, CTXCONF_MATRIX="m.yaml", CTXCONF_SHARD=f"{k}/2")
+        assert run.returncode == 0 and outputs == {"exit-code": "0", "verdict": "as expected"}, run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["shard-1.json", "shard-2.json"]
+    run, out, outputs = certify(tmp_path, CTXCONF_MERGE="out dir")
+    assert run.returncode == 0 and outputs == {"exit-code": "0", "verdict": "as expected"}, run.stderr
+    names = [i["name"] for i in json.loads((out / "report.json").read_text())["implementations"]]
+    assert names == ["ref", "reader"] and (out / "matrix.html").exists()
+    assert (tmp_path / "step-summary.md").read_text().startswith((out / "summary.md").read_text())
+
+
+def test_a_shard_without_a_matrix_or_a_merge_without_shards_is_an_error(tmp_path):
+    run, _, outputs = certify(tmp_path, CTXCONF_SHARD="1/2", CTXCONF_TARGET="conformance.reference.kernel:create")
+    assert run.returncode == 2 and "CTXCONF_MATRIX" in run.stderr and outputs["verdict"] == "error"
+    run, _, outputs = certify(tmp_path, CTXCONF_MERGE=str(tmp_path))
+    assert run.returncode == 2 and "no shard reports" in run.stderr and outputs["verdict"] == "error"
+
+
+def test_the_templates_have_a_sharded_form():
+    template = yaml.safe_load((CI / "gitlab/ctxconf.gitlab-ci.yml").read_text())
+    shard, merge = template[".ctxconf-matrix-shard"], template[".ctxconf-matrix-merge"]
+    assert "CI_NODE_INDEX/$CI_NODE_TOTAL" in " ".join(shard["before_script"])
+    assert shard["script"] == merge["script"] == template[".ctxconf-certify"]["script"]
+    assert shard["artifacts"]["paths"] == ["ctxconf-out/shard-*.json"] and merge["when"] == "always"
+    workflow = yaml.safe_load((CI / "github/example-workflow.yml").read_text())
+    assert workflow["jobs"]["matrix-shard"]["strategy"]["matrix"]["shard"] == [1, 2, 3]
+    assert workflow["jobs"]["matrix-merge"]["needs"] == "matrix-shard"
