@@ -1,7 +1,7 @@
 """The pytest plugin (issue 24): in a directory of its own, `pytest --ctxconf-kernel TARGET` collects one item
 per vector plus the property item, fails a mutant on the requirement it breaks, writes JUnit XML carrying the
-requirement ids, gives the same verdict under -n 2, turns baselined failures into xfails, and is off unless
-asked for."""
+requirement ids, gives the serial verdict under -n 2 (the reference kernel's and a mutant's), turns baselined
+failures into xfails, and is off unless asked for."""
 
 import json
 import os
@@ -28,6 +28,12 @@ def _report(path) -> dict:
     return json.loads(path.read_text())
 
 
+def _verdict(report: dict) -> tuple:
+    """What must not depend on how the cases were spread: the verdict, the failed requirements, each case's status."""
+    return report["verdict"], sorted(r["id"] for r in report["requirements"] if r["status"] == "fail"), \
+        sorted((c["id"], c["status"]) for c in report["cases"])
+
+
 def test_the_reference_kernel_passes_one_item_per_vector(tmp_path):
     run = _pytest(tmp_path, "--ctxconf-kernel", "conformance.reference.kernel:create", "--ctxconf-args",
                   "--profile ci", "--collect-only", "-q")
@@ -35,9 +41,14 @@ def test_the_reference_kernel_passes_one_item_per_vector(tmp_path):
     items = [line for line in run.stdout.splitlines() if "::ctxconf-kernel::" in line]
     assert len(items) == len(kernel_vectors) + 1, run.stdout[-2000:]
     assert any(line.endswith("::property/kernel/generated-scenarios") for line in items)
-    run = _pytest(tmp_path, "--ctxconf-kernel", "conformance.reference.kernel:create", "--ctxconf-args=--profile ci")
+    run = _pytest(tmp_path, "--ctxconf-kernel", "conformance.reference.kernel:create", "--ctxconf-args=--profile ci",
+                  "--ctxconf-report", "serial.json")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "verdict: CONFORMANT" in run.stdout
+    parallel = _pytest(tmp_path, "-n", "2", "--ctxconf-kernel", "conformance.reference.kernel:create",
+                       "--ctxconf-args=--profile ci", "--ctxconf-report", "parallel.json")
+    assert parallel.returncode == 0 and "verdict: CONFORMANT" in parallel.stdout, parallel.stdout[-3000:]
+    assert _verdict(_report(tmp_path / "serial.json")) == _verdict(_report(tmp_path / "parallel.json"))
 
 
 def test_a_mutant_fails_its_requirement_in_junit_and_under_xdist(tmp_path):
@@ -55,12 +66,8 @@ def test_a_mutant_fails_its_requirement_in_junit_and_under_xdist(tmp_path):
     parallel = _pytest(tmp_path, "-n", "2", "--ctxconf-kernel", MUTANT, "--ctxconf-args=--profile ci",
                        "--ctxconf-report", "parallel.json")
     assert parallel.returncode == 1, parallel.stdout[-3000:]
-
-    def verdict(report: dict) -> tuple:
-        return report["verdict"], sorted(r["id"] for r in report["requirements"] if r["status"] == "fail"), \
-            sorted((c["id"], c["status"]) for c in report["cases"])
-    assert verdict(_report(tmp_path / "serial.json")) == verdict(_report(tmp_path / "parallel.json"))
-    assert "K-BUDGET-REJECT" in verdict(_report(tmp_path / "serial.json"))[1]
+    assert _verdict(_report(tmp_path / "serial.json")) == _verdict(_report(tmp_path / "parallel.json"))
+    assert "K-BUDGET-REJECT" in _verdict(_report(tmp_path / "serial.json"))[1]
 
 
 def test_a_baselined_failure_is_an_xfail(tmp_path):
