@@ -314,10 +314,22 @@ def unit_list(everyone: list[Subject]) -> list[list]:
             for s in everyone]
 
 
+# Seconds a subject takes, by binding and kind (conforming, mutant, property-only mutant), from a self-test's
+# report (docs/speed.md): what the shards are dealt by. Conforming python runs take the whole property search;
+# other bindings, and mutants the vectors caught, a few scenarios; property-only mutants, PROPERTY_ONLY_EXAMPLES.
+SECONDS = {("kernel", "python"): (22, 6, 11), ("kernel", "stdio"): (11, 6, 11), ("kernel", "grpc"): (16, 32, 32),
+           ("kernel", "python+plugins"): (17, 10, 10), ("kernel", "stdio+plugins"): (300, 300, 300),
+           ("provider", "python"): (13, 3, 3), ("provider", "stdio"): (8, 3, 3), ("provider", "grpc"): (4, 4, 4)}
+
+
+def estimated_seconds(subject: Subject) -> float:
+    conforming, mutant, property_only = SECONDS.get((subject.role, subject.binding), (10, 10, 10))
+    return property_only if subject.property_only else mutant if subject.mutant else conforming
+
+
 def shard_of(everyone: list[Subject], shard: Shard) -> set[tuple[str, str, str]]:
-    """The keys of one shard's subjects: dealt from the slowest first, so each shard gets its share of the
-    costly ones."""
-    return {s.key for s in shard.take(slowest_first(everyone))}
+    """The keys of one shard's subjects, dealt by their estimated seconds."""
+    return {s.key for s in shard.take(everyone, estimated_seconds)}
 
 
 def shard_header(everyone: list[Subject], shard: Shard, profile: str, seed: int | None, only: str) -> dict:

@@ -1,9 +1,10 @@
 """Shards: the K-th of N disjoint slices of a run's work units, and the checks that a set of shard reports
 is one whole run before `ctxconf merge` joins them.
 
-The self-test's units are its subjects (an implementation over one binding), the matrix's its entries. A
-shard takes every N-th unit of a stable order, dealt back and forth (1..N, N..1, ...) so that where the
-order puts the costly units first, each shard gets its share of them. Every shard report carries a header
+The self-test's units are its subjects (an implementation over one binding), the matrix's its entries. The
+units are dealt costliest first, each to the shard with the least cost so far, by a fixed estimate (the
+self-test's, per kind of subject; a matrix's entries count one each), so the deal is the same on every
+machine and the shards take about as long as each other. Every shard report carries a header
 naming its run: the command, N and K, the profile, the seed, the suite version and a fingerprint of the whole
 unit list. Reports whose headers differ come from different runs, and the merge refuses them.
 """
@@ -16,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from conformance import __version__
 from conformance.data.schemas import InputError
@@ -32,19 +33,26 @@ class Shard:
     index: int  # K, from 1
     count: int  # N
 
-    def take(self, units: Sequence[Unit]) -> list[Unit]:
-        """This shard's units, in the order given: position i goes to the shard the back-and-forth deal
-        gives it, so the shards are disjoint, cover every unit, and differ in size by one at most."""
-        return [unit for i, unit in enumerate(units) if _dealt_to(i, self.count) == self.index]
+    def take(self, units: Sequence[Unit], cost: Callable[[Unit], float] = lambda unit: 1) -> list[Unit]:
+        """This shard's units, in the order given (see deal)."""
+        mine = set(deal(units, self.count, cost)[self.index - 1])
+        return [unit for i, unit in enumerate(units) if i in mine]
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
 
-def _dealt_to(position: int, count: int) -> int:
-    """The shard (from 1) a back-and-forth deal over `count` shards gives the unit at `position`."""
-    lap, seat = divmod(position, count)
-    return seat + 1 if lap % 2 == 0 else count - seat
+def deal(units: Sequence[Unit], count: int, cost: Callable[[Unit], float]) -> list[list[int]]:
+    """The positions of the units each of `count` shards gets: the costliest first (the given order among
+    equals), each to the shard with the least cost so far (the first such). Disjoint, covering every unit,
+    and the same on every machine; with equal costs, plain turns."""
+    shards: list[list[int]] = [[] for _ in range(count)]
+    loads = [0.0] * count
+    for position in sorted(range(len(units)), key=lambda i: -cost(units[i])):
+        least = loads.index(min(loads))
+        shards[least].append(position)
+        loads[least] += cost(units[position])
+    return shards
 
 
 def parse(text: str) -> Shard:
