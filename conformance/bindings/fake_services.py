@@ -38,6 +38,7 @@ class Relay:
         self.hang_limit = hang_limit
         self.holding = 0
         self.settled = threading.Condition()
+        self.answering_seconds = 0.0  # spent answering (or holding) the kernel's calls: the suite's time, not the kernel's
 
     def settle(self, timeout: float) -> None:
         """Wait until every held call has seen its caller give up (or the suite stop waiting)."""
@@ -45,6 +46,14 @@ class Relay:
             self.settled.wait_for(lambda: self.holding == 0, timeout)
 
     def answer(self, call: str, provider: str | None, request, response_type, context: grpc.ServicerContext):
+        started = time.monotonic()
+        try:
+            return self._answer(call, provider, request, response_type, context)
+        finally:
+            with self.settled:
+                self.answering_seconds += time.monotonic() - started
+
+    def _answer(self, call: str, provider: str | None, request, response_type, context: grpc.ServicerContext):
         try:
             result = self.on_callback(call, provider, forms.to_json(request))
             return json_format.ParseDict(result, response_type())
