@@ -892,3 +892,13 @@ class NearbyFilesUnderTheirFolder(LoadsNearTouchedFiles):
     def own_sections(self, text, budget, count):
         return [s if s["label"] == self.label else {**s, "provider": f"{self.NAME}:{Path(s['label']).parent}"}
                 for s in super().own_sections(text, budget, count)]
+
+
+@mutant("P-ERROR-CATEGORIZED")
+class CompactorThresholdOnlyFromConfigure(Compactor):
+    """Has no history threshold until Configure gives it one: a Contribute that comes first with a conversation
+    longer than the kept tail crashes instead of answering or failing with a category."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        del self.threshold
