@@ -485,12 +485,13 @@ class LoadsNearTouchedFiles(FileReader):
 
 # --- the choices the mutation analysis' survivors take (docs/mutation/survivors.yaml) --------------------------
 
-@variant("asks CountTokens about every leading run of its paragraphs before it reduces, counts it never uses",
-         "kernel-callbacks.md#why-a-kernel-primitive-not-a-provider-local-heuristic")
+@variant("asks CountTokens about the whole text and its leading runs of 1, 2, 4, ... paragraphs before it reduces, "
+         "counts it never uses", "kernel-callbacks.md#why-a-kernel-primitive-not-a-provider-local-heuristic")
 class CountsEveryLeadingRun(FileReader):
     def own_section(self, text, budget, count):
         pieces = paragraphs(text)
-        for k in range(1, len(pieces) + 1):  # which texts it counts is its own business
+        sizes = [2 ** i for i in range(len(pieces).bit_length())] + [len(pieces)] if pieces else []
+        for k in dict.fromkeys(sizes):  # which texts it counts is its own business; doubling keeps it cheap
             count(text_block("\n\n".join(pieces[:k])))
         return super().own_section(text, budget, count)
 
