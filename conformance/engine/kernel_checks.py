@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
-from conformance.engine.kernel_judge import Judgment, Outcome, judge_crash, judge_failure, judge_reply
+from conformance.engine.kernel_judge import Judgment, Outcome, either, judge_crash, judge_failure, judge_reply
 from conformance.engine.results import Finding, HarnessProblem
 from conformance.engine.scenario import KernelScenario, Model
 from conformance.wire import errors, forms, tokens
@@ -559,6 +559,8 @@ class TurnCheck:
             judgment = judge_failure(fake.name, prior, {"code": "UNREADABLE_REPLY"}, self.model, fake.compactor)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
+        if call.late and not call.hung:  # answered at the kernel's deadline: it may have timed out instead
+            judgment = either(judgment, judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"}, self.model))
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":
             again = [c for c in self.record.contributes() if c is not call and c.provider == call.provider
                      and c.request == call.request]
