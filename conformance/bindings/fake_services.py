@@ -127,10 +127,14 @@ class FakeServers:
     def __init__(self, sockets: SocketDir, relay: Relay):
         self.sockets, self.relay = sockets, relay
         self.servers: list[grpc.Server] = []
+        # Every server of the binding's life gets a socket path of its own: a path reused by the next load
+        # raced the stopped server's connections on a loaded machine (the kernel's call over a connection
+        # its old server was closing failed "Stream removed ... Broken pipe").
+        self.served = 0
 
     def provider(self, name: str) -> str:
         """Serve the fake provider `name`; its address."""
-        return self._serve(f"provider-{len(self.servers)}", f"the suite's fake provider {name!r}",
+        return self._serve("provider", f"the suite's fake provider {name!r}",
                            lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(
                                FakeContextService(name, self.relay), s))
 
@@ -139,7 +143,8 @@ class FakeServers:
             SuiteTokenizer(self.relay), s))
 
     def _serve(self, name: str, what: str, register) -> str:
-        address = self.sockets.address(name)
+        self.served += 1
+        address = self.sockets.address(f"{name}-{self.served}")
         grpc_server = server()
         register(grpc_server)
         start(grpc_server, address, what)
