@@ -3,7 +3,7 @@
     ctxconf kernel [--python MOD:FACTORY | --stdio CMD] [--report FILE] ...
     ctxconf provider [--python MOD:FACTORY | --stdio CMD] --manifest FILE [--report FILE] ...
     ctxconf replay FILE [--at FIELD=VALUE] [--python ... | --stdio ...] [--manifest FILE]
-    ctxconf selftest [--profile ci]
+    ctxconf selftest [--profile ci] [--shard K/N --report FILE]
     ctxconf requirements [--spec DIR]
     ctxconf explain ID
     ctxconf diff A.json B.json [--markdown]
