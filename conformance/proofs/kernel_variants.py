@@ -473,6 +473,18 @@ class NoOptionalFeatures(ReferenceKernel):
     FEATURES: list[str] = []
 
 
+@variant("names itself otherwise in hello (another name and language)", "docs/kernel-protocol.md#hello")
+class NamesItselfOtherwise(ReferenceKernel):
+    IMPLEMENTATION = {**ReferenceKernel.IMPLEMENTATION, "name": "another-kernel", "language": "another-language"}
+
+
+@variant("diagnostics of a kind of its own and without the optional label", "docs/kernel-protocol.md#diagnostic-kinds")
+class OwnDiagnosticKinds(ReferenceKernel):
+    @staticmethod
+    def diagnostic(provider, category, message, section=None, kind="rejected"):
+        return {"kind": "context-note", "provider": provider.name, "category": category, "message": message}
+
+
 @variant("asks every provider for its capabilities before configuring any", "context/protocol.md#configure")
 class CapabilitiesBeforeConfigure(ReferenceKernel):
     def start_providers(self, declared, call):
