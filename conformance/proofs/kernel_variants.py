@@ -466,6 +466,53 @@ class KeepsPluginsUntilStop(ReferenceKernel):
         return super().stop(request, call)
 
 
+def _fleet_with(**overrides) -> staticmethod:
+    """A plugin_fleet hook: the reference kernel's plugin host with the given methods its own."""
+    from conformance.reference.plugin_host import PluginFleet  # grpc is loaded only for this mode
+    return staticmethod(lambda: type("VariantFleet", (PluginFleet,), overrides))
+
+
+def _without_tmpdir(fleet, cookie):
+    from conformance.reference.plugin_host import PluginFleet
+    return {k: v for k, v in PluginFleet.plugin_env(fleet, cookie).items() if k != "TMPDIR"}
+
+
+@variant("hands its plugins a smaller environment allowlist (no TMPDIR)", "architecture.md#transport", plugins=True)
+class SmallerPluginAllowlist(ReferenceKernel):
+    plugin_fleet = _fleet_with(plugin_env=_without_tmpdir)
+
+
+def _deadline_of_its_own(fleet, declared, count_tokens, hook_timeout_ms, *rest):
+    from conformance.reference.plugin_host import PluginFleet
+    PluginFleet.__init__(fleet, declared, count_tokens, hook_timeout_ms, *rest)
+    fleet.deadline = (hook_timeout_ms or 7500) / 1000  # a default of its own when the config sets none
+
+
+@variant("a default Contribute deadline of its own when the configuration sets no hook_timeout_ms",
+         "agent-loop/hook-dispatch.md#timeout-behavior", plugins=True)
+class OwnDefaultHookTimeout(ReferenceKernel):
+    plugin_fleet = _fleet_with(__init__=_deadline_of_its_own)
+
+
+def _close_after_a_short_grace(fleet):
+    import subprocess
+    from conformance.reference.plugin_host import PluginFleet
+    for plugin in fleet.plugins.values():
+        plugin.ask_to_stop()
+    for plugin in fleet.plugins.values():  # drain, then kill after a grace of its own
+        try:
+            plugin.process.wait(0.5)
+        except subprocess.TimeoutExpired:
+            plugin.process.kill()
+    PluginFleet.close(fleet)  # the rest of the reference's teardown; its plugins are gone already
+
+
+@variant("kills a plugin that has not stopped after a shorter grace period than the reference's",
+         "R-PLUGIN-LIFETIME", plugins=True)
+class ShorterKillGrace(ReferenceKernel):
+    plugin_fleet = _fleet_with(close=_close_after_a_short_grace)
+
+
 # --- the harness surface ----------------------------------------------------------------------
 
 @variant("offers no optional feature: no count_tokens op, no reload", "the harness protocol: features are optional")
