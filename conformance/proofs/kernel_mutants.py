@@ -1187,6 +1187,19 @@ class LeavesPluginsRunning(ReferenceKernel):
         self.fleet = None
 
 
+def _ask_and_never_kill(fleet) -> None:
+    for plugin in fleet.plugins.values():
+        plugin.ask_to_stop()  # the drain; a plugin that does not heed it is left to run
+    fleet.callbacks.stop(grace=None)
+    fleet.sockets.remove()
+
+
+@mutant("K-PLUGIN-SHUTDOWN", launches_plugins=True)
+class NeverKillsItsPlugins(ReferenceKernel):
+    """Asks its plugins to stop and leaves it at that: one that does not stop when asked is never killed."""
+    plugin_fleet = _fleet(close=_ask_and_never_kill)
+
+
 @mutant("K-ERR-SOURCE-UNAVAILABLE", launches_plugins=True)
 class CrashFailsTurn(ReferenceKernel):
     """Fails the turn when a provider's connection drops: UNAVAILABLE with no ContextError."""
