@@ -202,6 +202,17 @@ class NoStabilityWarning(ReferenceKernel):
         return None
 
 
+@mutant("KC-STABILITY-ORDER-WARN")
+class UndeclaredStabilityIsStatic(ReferenceKernel):
+    """Lints a provider that declares no stability as a static one, so one behind a dynamic provider is warned."""
+
+    def stability_warning(self):
+        for provider in self.providers:
+            if provider.stability == "STABILITY_UNSPECIFIED":
+                provider.capabilities = {**provider.capabilities, "stability": "STABILITY_STATIC"}
+        return super().stability_warning()
+
+
 # --- requests --------------------------------------------------------------------------------
 
 @mutant("K-TOKEN-BUDGET", also=["KC-BUDGET-SUM-WARN"])
