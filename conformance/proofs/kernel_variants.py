@@ -17,7 +17,7 @@ import re
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
-from conformance.wire import errors, tokens
+from conformance.wire import errors, forms, tokens
 
 VARIANTS: dict[str, type[ReferenceKernel]] = {}
 
@@ -191,9 +191,9 @@ class RollsBackFailedTurns(FailsTurnOnUnsettledFailures):
         return result
 
 
-@variant("stops the chain at an unsettled failure and goes on with the chain as it stood, reporting it",
-         "R-ERROR-ISOLATION")
-class AbortsChainOnUnsettledFailures(ReferenceKernel):
+class _EndsChainEarly(ReferenceKernel):
+    """No provider is called after the one a subclass names in stop_after; the chain stands as it was."""
+
     def run_chain(self, turn, model, session, diagnostics, call):
         self.stop_after = None
         return super().run_chain(turn, model, session, diagnostics, call)
@@ -204,10 +204,26 @@ class AbortsChainOnUnsettledFailures(ReferenceKernel):
                 return
             yield provider
 
+
+@variant("stops the chain at an unsettled failure and goes on with the chain as it stood, reporting it",
+         "R-ERROR-ISOLATION")
+class AbortsChainOnUnsettledFailures(_EndsChainEarly):
     def on_failure(self, provider, failure):
         if errors.category_of(failure.context_error) not in errors.ISOLATING:
             self.stop_after = provider.name
         return super().on_failure(provider, failure)
+
+
+@variant("stops the chain at a reply it cannot read, reporting it, and goes on with the chain as it stood",
+         "R-ERROR-ISOLATION")
+class AbortsChainOnUnreadableReplies(_EndsChainEarly):
+    def contribute(self, provider, request, call):
+        reply = super().contribute(provider, request, call)
+        try:
+            forms.normalize("ContextContribution", reply)
+        except forms.WireFormError:
+            self.stop_after = provider.name  # the reference reports it when it reads the reply in turn
+        return reply
 
 
 @variant("fails the turn when a compactor's chain is over its budget", "R-COMPACTOR-OVER-BUDGET")
