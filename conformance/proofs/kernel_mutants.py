@@ -727,6 +727,14 @@ class NormalizesLineEndings(ReferenceKernel):
 
 # --- scope ---------------------------------------------------------------------------------------------
 
+@mutant("K-PRIOR-SECTIONS")
+class NothingNewIsOutOfScope(ReferenceKernel):
+    """Counts a reply that adds no section of its own (the prior chain handed back) as a scope violation."""
+
+    def in_scope(self, provider, chain, sections):
+        return len(sections) > len(chain) and super().in_scope(provider, chain, sections)
+
+
 @mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class LetsProvidersSignForLaterOnes(ReferenceKernel):
     """Takes sections a provider signs with the name of a provider declared after it for its own (and so reports
