@@ -22,6 +22,7 @@ import re
 import threading
 
 from conformance.bindings.base import CallFailed
+from conformance.proofs import wire_forms
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.reference.plugin_host import PluginFleet
 from conformance.wire import errors, forms, tokens
@@ -917,11 +918,7 @@ class SkipsUnreadableRepliesSilently(ReferenceKernel):
 
     def contribute(self, provider, request, call):
         reply = super().contribute(provider, request, call)
-        try:
-            forms.normalize("ContextContribution", reply)
-        except forms.WireFormError:
-            return {"sections": request["prior_sections"]}
-        return reply
+        return reply if wire_forms.readable("ContextContribution", reply) else {"sections": request["prior_sections"]}
 
 
 @mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])  # an empty error carries no raw message

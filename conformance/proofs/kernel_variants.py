@@ -17,7 +17,7 @@ import re
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
-from conformance.wire import errors, forms, tokens
+from conformance.wire import errors, tokens
 
 VARIANTS: dict[str, type[ReferenceKernel]] = {}
 
@@ -219,9 +219,7 @@ class AbortsChainOnUnsettledFailures(_EndsChainEarly):
 class AbortsChainOnUnreadableReplies(_EndsChainEarly):
     def contribute(self, provider, request, call):
         reply = super().contribute(provider, request, call)
-        try:
-            forms.normalize("ContextContribution", reply)
-        except forms.WireFormError:
+        if not wire_forms.readable("ContextContribution", reply):
             self.stop_after = provider.name  # the reference reports it when it reads the reply in turn
         return reply
 
