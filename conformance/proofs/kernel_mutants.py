@@ -25,7 +25,7 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.reference.plugin_host import PluginFleet
-from conformance.wire import errors, forms, tokens
+from conformance.wire import errors, tokens
 
 MUTANTS: dict[str, type[ReferenceKernel]] = {}
 
