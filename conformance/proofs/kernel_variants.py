@@ -499,10 +499,13 @@ class SmallerPluginAllowlist(ReferenceKernel):
 def _deadline_of_its_own(fleet, declared, count_tokens, hook_timeout_ms, *rest):
     from conformance.reference.plugin_host import PluginFleet
     PluginFleet.__init__(fleet, declared, count_tokens, hook_timeout_ms, *rest)
-    fleet.deadline = (hook_timeout_ms or 7500) / 1000  # a default of its own when the config sets none
+    # A default of its own when the config sets none; longer than the reference's 10 s for set-up calls, which
+    # then get it too: how patient a kernel is with a plugin's set-up calls is its own choice as well.
+    fleet.deadline = (hook_timeout_ms or 12000) / 1000
 
 
-@variant("a default Contribute deadline of its own when the configuration sets no hook_timeout_ms",
+@variant("a default Contribute deadline of its own when the configuration sets no hook_timeout_ms, which its "
+         "set-up calls share",
          "agent-loop/hook-dispatch.md#timeout-behavior", plugins=True)
 class OwnDefaultHookTimeout(ReferenceKernel):
     plugin_fleet = _fleet_with(__init__=_deadline_of_its_own)
@@ -525,6 +528,18 @@ def _close_after_a_short_grace(fleet):
          "R-PLUGIN-LIFETIME", plugins=True)
 class ShorterKillGrace(ReferenceKernel):
     plugin_fleet = _fleet_with(close=_close_after_a_short_grace)
+
+
+def _close_leaving_the_socket_directory(fleet):
+    from conformance.reference.plugin_host import PluginFleet
+    fleet.sockets.remove = lambda: None  # the directory, under its TMPDIR, stays for the OS to clear
+    PluginFleet.close(fleet)
+
+
+@variant("leaves the socket directory it made for its plugins behind when it closes them", "architecture.md#transport",
+         plugins=True)
+class LeavesItsSocketDirectory(ReferenceKernel):
+    plugin_fleet = _fleet_with(close=_close_leaving_the_socket_directory)
 
 
 # --- the harness surface ----------------------------------------------------------------------
