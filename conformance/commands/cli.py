@@ -169,8 +169,16 @@ def _parser() -> argparse.ArgumentParser:
 
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
-                               "MUST/MUST NOT/SHOULD has no vector, or (with --spec) an anchor is missing.")
-    reqs.add_argument("--spec", type=Path, metavar="DIR", help="a copy of docs/specifications to check anchors against")
+                               "MUST/MUST NOT/SHOULD has no vector, or (with --spec) an anchor is missing, a keyword "
+                               "sentence is neither claimed by a requirement nor listed as unclaimed, a claimed "
+                               "sentence is not in the spec, or a sentence something depends on changed since the "
+                               "ledger's record (docs/traceability.md).")
+    reqs.add_argument("--spec", type=Path, metavar="DIR", help="a copy of docs/specifications to check anchors, "
+                      "sentences and drift against")
+    reqs.add_argument("--accept", action="store_true", help="with --spec: record that the drift was reviewed (claims "
+                      "follow their changed sentences, claims of removed ones are dropped, the ledger records the copy)")
+    reqs.add_argument("--catalog", type=Path, metavar="DIR", help="a folder holding requirements.yaml, rulings.yaml "
+                      "and sentences.yaml (default: the bundled catalog)")
     reqs.add_argument("--role", choices=("kernel", "provider", "all"), default="all",
                       help="which side's gaps fail the gate (default: all)")
     reqs.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
@@ -344,17 +352,38 @@ def _matrix(args: argparse.Namespace) -> int:
 
 
 def _requirements(args: argparse.Namespace) -> int:
-    from conformance.commands import coverage
-    catalog = catalog_mod.load()
+    from conformance.commands import coverage, traceability
+    from conformance.data import vectors as vectors_mod
+    if args.accept and not args.spec:
+        raise InputError("--accept", "needs --spec DIR, the copy of the spec whose drift was reviewed")
+    files = _catalog_files(args.catalog)
+    catalog = catalog_mod.load(files["requirements"], files["rulings"])
     matrix = coverage.build(catalog, certify.vectors_dir(args))
     print(coverage.render(matrix))
     roles = tuple(b for name, role in certify.ROLES.items() if args.role in (name, "all") for b in role.binds)
     problems = coverage.gaps(matrix, roles)
     if args.spec:
-        if not args.spec.is_dir():
-            raise InputError(str(args.spec), "not a directory")
+        vectors = [v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog, certify.vectors_dir(args))]
+        found = traceability.check_spec(catalog, files["sentences"], args.spec, vectors)
+        if args.accept:
+            for line in traceability.accept(found, files["requirements"], files["sentences"]):
+                print(f"accepted: {line}")
+            catalog_mod.load.cache_clear()
+            catalog = catalog_mod.load(files["requirements"], files["rulings"])
+            found = traceability.check_spec(catalog, files["sentences"], args.spec, vectors)
+        print(traceability.render(found))
         problems += [f"anchor not in the spec: {m}" for m in catalog_mod.missing_anchors(catalog, args.spec)]
         problems += [f"a ruling's quote is not in the spec: {m}" for m in catalog_mod.misquoted(catalog, args.spec)]
+        problems += found.problems
     for problem in problems:
         print(f"GAP: {problem}", file=sys.stderr)
     return Exit.FAILED if problems else Exit.OK
+
+
+def _catalog_files(folder: Path | None) -> dict[str, Path]:
+    from conformance.data import paths
+    if folder is None:
+        return {"requirements": paths.REQUIREMENTS, "rulings": paths.RULINGS, "sentences": paths.SENTENCES}
+    if not folder.is_dir():
+        raise InputError(str(folder), "not a directory")
+    return {name: folder / f"{name}.yaml" for name in ("requirements", "rulings", "sentences")}

@@ -33,6 +33,7 @@ class Requirement:
     note: str = ""
     retired: bool = False
     exercised_when: str = ""  # a behaviour the implementation may never show; only then is this judged
+    sentences: tuple[str, ...] = ()  # fingerprints of the spec sentences it encodes (conformance/data/sentences.py)
 
     @property
     def normative(self) -> bool:
@@ -82,7 +83,8 @@ def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS)
     rul_doc = read_yaml(rulings)
     check("catalog.json#/$defs/Rulings", rul_doc, str(rulings))
     _unique(rul_doc["rulings"], str(rulings))
-    reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ()))}) for r in req_doc["requirements"]}
+    reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ())), "sentences": tuple(r.get("sentences", ()))})
+            for r in req_doc["requirements"]}
     ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"]), "readings": tuple(r.get("readings", ())),
                                "forbids": tuple(r.get("forbids", ()))}) for r in rul_doc["rulings"]}
     return Catalog(req_doc["spec_revision"], reqs, ruls)
