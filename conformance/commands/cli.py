@@ -366,7 +366,7 @@ def _requirements(args: argparse.Namespace) -> int:
         vectors = [v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog, certify.vectors_dir(args))]
         found = traceability.check_spec(catalog, files["sentences"], args.spec, vectors)
         if args.accept:
-            for line in traceability.accept(found, files["requirements"], files["sentences"]):
+            for line in traceability.accept(found, files):
                 print(f"accepted: {line}")
             catalog_mod.load.cache_clear()
             catalog = catalog_mod.load(files["requirements"], files["rulings"])

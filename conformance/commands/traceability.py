@@ -22,7 +22,6 @@ from conformance.data.catalog import Catalog, Ruling
 from conformance.data.schemas import InputError
 from conformance.data.sentences import Sentence, sentences_in
 
-_REQUIREMENT_ID = re.compile(r"\b(?:K|KC|P|C)-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
 _CLAIMS_LINE = re.compile(r"^(\s*sentences:\s*)\[([^\]]*)\](.*)$")
 
 
@@ -49,6 +48,7 @@ class Change:
 class Trace:
     sentences: list[Sentence]                      # the copy's, within the scope
     claims: dict[str, list[str]]                   # fingerprint -> the requirements claiming it
+    rests: dict[str, list[str]]                    # fingerprint -> the rulings listing it
     ledger: ledger_mod.Ledger
     outside_scope: int = 0                         # keyword sentences of the copy's other documents
     problems: list[str] = field(default_factory=list)
@@ -97,26 +97,38 @@ def claims_of(catalog: Catalog) -> dict[str, list[str]]:
     return claims
 
 
+def rests_of(catalog: Catalog) -> dict[str, list[str]]:
+    """fingerprint -> the rulings resting on it."""
+    rests: dict[str, list[str]] = {}
+    for r in catalog.rulings.values():
+        for fingerprint in r.sentences:
+            rests.setdefault(fingerprint, []).append(r.id)
+    return rests
+
+
 def trace(catalog: Catalog, ledger: ledger_mod.Ledger, spec_dir: Path, vectors: list = ()) -> Trace:
     sentences, outside = scoped_sentences(catalog, ledger, spec_dir)
-    found = Trace(sentences, claims_of(catalog), ledger, outside)
-    found.problems = claim_problems(found, catalog)
+    found = Trace(sentences, claims_of(catalog), rests_of(catalog), ledger, outside)
     found.drift = drift(found, catalog, vectors)
-    found.problems += [f"needs review: {describe(change)}" for change in found.drift if change.needs_review]
+    found.problems = [f"needs review: {describe(change)}" for change in found.drift if change.needs_review]
+    found.problems += claim_problems(found, catalog, {c.old for c in found.drift} | {c.new for c in found.drift})
     return found
 
 
-def claim_problems(found: Trace, catalog: Catalog) -> list[str]:
+def claim_problems(found: Trace, catalog: Catalog, drifted: set[str]) -> list[str]:
     """Keyword sentences neither claimed nor listed; claims and listings of sentences the copy lacks; listings
-    of claimed sentences; requirements claiming nothing."""
+    of claimed sentences; requirements claiming nothing. A sentence the drift already reports is left to it."""
     where = {s.fingerprint: s.anchor for s in found.sentences}
     problems = [f"unclaimed: {s.anchor} {s.fingerprint} ({'/'.join(s.keywords)}): {_clip(s.text)}"
-                for s in found.neither]
-    for fingerprint, owners in found.claims.items():
-        if fingerprint not in where:
+                for s in found.neither if s.fingerprint not in drifted]
+    for fingerprint in {**found.claims, **found.rests}:
+        owners = found.claims.get(fingerprint, []) + found.rests.get(fingerprint, [])
+        if fingerprint not in where and fingerprint not in drifted:
             problems.append(f"{', '.join(owners)} claims sentence {fingerprint}, which the spec's inventoried "
                             "sections do not have")
     for listed in found.ledger.unclaimed.values():
+        if listed.sentence in drifted:
+            continue
         if where.get(listed.sentence) != listed.anchor:
             problems.append(f"listed as unclaimed: {listed.sentence} is not at {listed.anchor} in the spec")
         elif listed.sentence in found.claims:
@@ -133,7 +145,7 @@ def drift(found: Trace, catalog: Catalog, vectors: list) -> list[Change]:
     """Per anchor, what the copy has that the ledger did not record and the other way round."""
     now = ledger_mod.record(found.sentences)
     before = found.ledger.recorded
-    tracked = set(found.claims) | set(found.ledger.unclaimed)
+    tracked = set(found.claims) | set(found.rests) | set(found.ledger.unclaimed)
     where_now = {r.fingerprint: anchor for anchor, entries in now.items() for r in entries}
     where_before = {r.fingerprint: anchor for anchor, entries in before.items() for r in entries}
     text = {s.fingerprint: s.text for s in found.sentences}
@@ -148,13 +160,13 @@ def drift(found: Trace, catalog: Catalog, vectors: list) -> list[Change]:
                       before.get(anchor, []), now.get(anchor, []))
         paired_old = {o.fingerprint for o, _ in pairs}
         paired_new = {n.fingerprint for _, n in pairs}
-        changes += [Change("changed", anchor, o.fingerprint, n.fingerprint, n.keywords, text[n.fingerprint])
-                    for o, n in pairs]
-        changes += [Change("moved", anchor, r.fingerprint, r.fingerprint, r.keywords, text[r.fingerprint],
-                           where_before[r.fingerprint]) for r in moved]
-        changes += [Change("added", anchor, "", r.fingerprint, r.keywords, text[r.fingerprint])
+        changes += [Change("changed", anchor, old=o.fingerprint, new=n.fingerprint, keywords=n.keywords,
+                           text=text[n.fingerprint]) for o, n in pairs]
+        changes += [Change("moved", anchor, old=r.fingerprint, new=r.fingerprint, was=where_before[r.fingerprint],
+                           keywords=r.keywords, text=text[r.fingerprint]) for r in moved]
+        changes += [Change("added", anchor, new=r.fingerprint, keywords=r.keywords, text=text[r.fingerprint])
                     for r in new if r.fingerprint not in paired_new]
-        changes += [Change("removed", anchor, r.fingerprint, "", r.keywords)
+        changes += [Change("removed", anchor, old=r.fingerprint, keywords=r.keywords)
                     for r in old if r.fingerprint not in paired_old]
     return [_with_dependants(c, found, catalog, vectors) for c in changes]
 
@@ -176,64 +188,52 @@ def _pair(gone: list, appeared: list, before: list, now: list) -> list[tuple]:
 
 def _with_dependants(change: Change, found: Trace, catalog: Catalog, vectors: list) -> Change:
     requirements = tuple(found.claims.get(change.old, ()))
-    rulings = tuple(r.id for r in catalog.rulings.values() if _rests_on(r, change, requirements, found, catalog))
+    rulings = tuple(r.id for r in catalog.rulings.values() if _rests_on(r, change))
     cited = set(requirements) | set(rulings)
     vector_ids = tuple(v.id for v in vectors if cited & (set(v.requirements) | set(v.rulings)))
     return dataclasses.replace(change, requirements=requirements, rulings=rulings, vectors=vector_ids)
 
 
-def _rests_on(ruling: Ruling, change: Change, requirements: tuple[str, ...], found: Trace, catalog: Catalog) -> bool:
-    """A ruling rests on the sentences at its anchors that the requirements it names claim, and on those its
-    strict quotes come from; at an anchor where it names none of them, on every sentence there."""
-    anchors = [a for a in (change.anchor, change.was) if a in ruling.anchors]
-    if not anchors:
-        return False
-    named = set(_REQUIREMENT_ID.findall(ruling.tests + " " + ruling.ruling))
-    if named & set(requirements):
-        return True
-    return any(not linked or change.new in linked
-               for linked in (_linked_sentences(ruling, anchor, named, found, catalog) for anchor in anchors))
-
-
-def _linked_sentences(ruling: Ruling, anchor: str, named: set[str], found: Trace, catalog: Catalog) -> set[str]:
-    here = set(found.ledger.recorded_at(anchor)) | {s.fingerprint for s in found.sentences if s.anchor == anchor}
-    linked = {f for rid in named if rid in catalog.requirements for f in catalog.requirements[rid].sentences} & here
-    for cited in ruling.forbids:
-        if cited["anchor"] == anchor:
-            quote = _squeeze(cited["quote"])
-            linked |= {s.fingerprint for s in found.sentences if s.anchor == anchor and quote in _squeeze(s.text)}
-    return linked
-
-
-def _squeeze(text: str) -> str:
-    return " ".join(text.replace("`", "").split())
+def _rests_on(ruling: Ruling, change: Change) -> bool:
+    """A ruling rests on the sentences it lists, and a sentence added beside them may settle or reopen its
+    question; one that lists none rests on every sentence at its anchors."""
+    at_anchor = change.anchor in ruling.anchors or change.was in ruling.anchors
+    if not ruling.sentences or change.kind == "added":
+        return at_anchor
+    return bool({change.old, change.new} & set(ruling.sentences))
 
 
 # --- accepting -------------------------------------------------------------------
 
-def accept(found: Trace, requirements_path: Path, ledger_path: Path) -> list[str]:
-    """Record a reviewer's look at the drift: each claim (and each unclaimed listing) follows its changed
-    sentence, those of removed sentences are dropped, and the ledger records the copy's sentences. Returns
-    what was done, one line each."""
+def accept(found: Trace, catalog_files: dict[str, Path]) -> list[str]:
+    """Record a reviewer's look at the drift: each claim (of a requirement or a ruling) and each unclaimed
+    listing follows its changed sentence, those of removed sentences are dropped, and the ledger records the
+    copy's sentences. Returns what was done, one line each."""
     follow = {c.old: c.new for c in found.drift if c.kind == "changed"}
     present = {s.fingerprint for s in found.sentences}
-    drop = {f for f in set(found.claims) | set(found.ledger.unclaimed) if f not in present and f not in follow}
-    done = [f"{', '.join(found.claims.get(old, ['(unclaimed listing)']))}: {old} -> {new}" for old, new in follow.items()]
-    done += [f"{', '.join(found.claims.get(f, ['(unclaimed listing)']))}: {f} dropped (not in the spec)" for f in sorted(drop)]
-    rewrite_claims(requirements_path, follow, drop)
+    named = set(found.claims) | set(found.rests) | set(found.ledger.unclaimed)
+    drop = {f for f in named if f not in present and f not in follow}
+    def owners(fingerprint: str) -> str:
+        return ", ".join(found.claims.get(fingerprint, []) + found.rests.get(fingerprint, [])) or "unclaimed listing"
+    done = [f"{owners(old)}: {old} -> {new}" for old, new in follow.items()]
+    done += [f"{owners(f)}: {f} dropped (not in the spec)" for f in sorted(drop)]
+    for name in ("requirements", "rulings"):
+        rewrite_claims(catalog_files[name], follow, drop)
     where = {s.fingerprint: s.anchor for s in found.sentences}
     unclaimed = {}
     for fingerprint, listed in found.ledger.unclaimed.items():
         fingerprint = follow.get(fingerprint, fingerprint)
         if fingerprint in where:
             unclaimed[fingerprint] = ledger_mod.Listed(fingerprint, where[fingerprint], listed.reason, listed.why)
-    ledger_mod.save(ledger_mod.Ledger(found.ledger.scope, unclaimed, ledger_mod.record(found.sentences)), ledger_path)
-    return done + [f"recorded {len(found.sentences)} sentences under {len(set(where.values()))} anchors in {ledger_path}"]
+    ledger_mod.save(ledger_mod.Ledger(found.ledger.scope, unclaimed, ledger_mod.record(found.sentences)),
+                    catalog_files["sentences"])
+    return done + [f"recorded {len(found.sentences)} sentences under {len(set(where.values()))} anchors in "
+                   f"{catalog_files['sentences']}"]
 
 
 def rewrite_claims(path: Path, follow: dict[str, str], drop: set[str]) -> None:
-    """Edit each `sentences: [...]` line of the requirements file in place, nothing else: the file's comments,
-    order and layout stay as they are."""
+    """Edit each `sentences: [...]` line of a catalog file in place, nothing else: the file's comments, order
+    and layout stay as they are."""
     if not follow and not drop:
         return
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)

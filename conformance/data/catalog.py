@@ -55,6 +55,7 @@ class Ruling:
     tests: str
     readings: tuple[dict, ...] = ()   # each reading of the text: {reading, accepted, proof}
     forbids: tuple[dict, ...] = ()    # a strict ruling's quotes of the text ruling out the others: {anchor, quote}
+    sentences: tuple[str, ...] = ()   # fingerprints of the sentences it rests on; () for all those at its anchors
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS)
     reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ())), "sentences": tuple(r.get("sentences", ()))})
             for r in req_doc["requirements"]}
     ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"]), "readings": tuple(r.get("readings", ())),
-                               "forbids": tuple(r.get("forbids", ()))}) for r in rul_doc["rulings"]}
+                               "forbids": tuple(r.get("forbids", ())), "sentences": tuple(r.get("sentences", ()))})
+            for r in rul_doc["rulings"]}
     return Catalog(req_doc["spec_revision"], reqs, ruls)
 
 
