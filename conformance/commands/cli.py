@@ -4,7 +4,8 @@
     ctxconf provider [--python MOD:FACTORY | --stdio CMD] --manifest FILE [--report FILE] ...
     ctxconf replay FILE [--at FIELD=VALUE] [--python ... | --stdio ...] [--manifest FILE]
     ctxconf selftest [--profile ci]
-    ctxconf requirements [--spec DIR]
+    ctxconf requirements [--spec DIR [--accept]]
+    ctxconf errata [--format md|json] [--out DIR|FILE] [--matrix REPORT]
     ctxconf explain ID
     ctxconf diff A.json B.json [--markdown]
     ctxconf matrix [FILE.yaml] [--html FILE] [--markdown FILE] [--json FILE]
@@ -183,6 +184,20 @@ def _parser() -> argparse.ArgumentParser:
                       help="which side's gaps fail the gate (default: all)")
     reqs.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
     reqs.set_defaults(func=_requirements)
+
+    errata = commands.add_parser("errata", help="write each ruling up as a proposed clarification of the spec",
+                                 description="Turn every ruling into a proposed clarification for the spec's "
+                                 "repository: the passages involved (anchors with links, sentences by fingerprint, "
+                                 "in the suite's words), the question, what the text leaves open, the reading the "
+                                 "suite applies and the readings it accepts; with --matrix, what implementations "
+                                 "were observed to do (docs/traceability.md).")
+    errata.add_argument("--format", choices=("md", "json"), default="md", help="Markdown or JSON (default: md)")
+    errata.add_argument("--out", metavar="DIR|FILE", help="one document in FILE, or one file per spec "
+                        "anchor in DIR (an existing folder, or a path ending in /); default: the document on stdout")
+    errata.add_argument("--matrix", type=Path, metavar="REPORT", help="a ctxconf matrix --json report: add what each "
+                        "implementation did")
+    errata.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
+    errata.set_defaults(func=_errata)
     return parser
 
 
@@ -378,6 +393,24 @@ def _requirements(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"GAP: {problem}", file=sys.stderr)
     return Exit.FAILED if problems else Exit.OK
+
+
+def _errata(args: argparse.Namespace) -> int:
+    from conformance.commands import errata
+    from conformance.data import ledger, paths, vectors as vectors_mod
+    catalog = catalog_mod.load()
+    matrix = errata.load_matrix(args.matrix) if args.matrix else None
+    vectors = [v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog, certify.vectors_dir(args))]
+    document = errata.build(catalog, ledger.load(paths.SENTENCES), vectors, matrix)
+    out = Path(args.out) if args.out else None
+    per_file = out is not None and (out.is_dir() or args.out.endswith(("/", os.sep)))
+    for path, text in errata.write(document, args.format, out, per_file):
+        if path is None:
+            print(text, end="")
+        else:
+            _write(path, text)
+            print(f"wrote {path}", file=sys.stderr)
+    return Exit.OK
 
 
 def _catalog_files(folder: Path | None) -> dict[str, Path]:
