@@ -79,7 +79,7 @@ def observed(ruling_id: str, requirements: list[str], matrix: dict) -> list[dict
             name = implementation["name"]
             side = sides.get(name, {})
             found.append({"implementation": name, "role": role, "verdict": implementation.get("verdict", ""),
-                          "side": side.get("side", "not observed"), "evidence": side.get("evidence", []),
+                          "side": side.get("side", "not observed"), "evidence": side.get("evidence", ""),
                           "requirements": {rid: s[name] for rid, s in statuses.items() if name in s}})
     return found
 
@@ -135,10 +135,11 @@ def _observed_markdown(entry: dict) -> list[str]:
     if not entry["observed"]:
         return ["**Observed in implementations:** the matrix report has no implementation of this ruling's role.", ""]
     out = ["**Observed in implementations** (a `ctxconf matrix` run):", "",
-           "| implementation | verdict | side of the ruling | requirements |", "|---|---|---|---|"]
+           "| implementation | verdict | side of the ruling | evidence | requirements |", "|---|---|---|---|---|"]
     for o in entry["observed"]:
         statuses = ", ".join(f"{rid} {status}" for rid, status in o["requirements"].items()) or "-"
-        out.append(f"| {_cell(o['implementation'])} | {_cell(o['verdict'])} | {_cell(o['side'])} | {_cell(statuses)} |")
+        out.append(f"| {_cell(o['implementation'])} | {_cell(o['verdict'])} | {_cell(o['side'])} | "
+                   f"{_cell(o['evidence'] or '-')} | {_cell(statuses)} |")
     return out + [""]
 
 

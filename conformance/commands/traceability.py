@@ -20,7 +20,7 @@ from pathlib import Path
 from conformance.data import ledger as ledger_mod
 from conformance.data.catalog import Catalog, Ruling
 from conformance.data.schemas import InputError
-from conformance.data.sentences import Sentence, sentences_in
+from conformance.data.sentences import Sentence, in_yaml, sentences_in
 
 _CLAIMS_LINE = re.compile(r"^(\s*sentences:\s*)\[([^\]]*)\](.*)$")
 
@@ -240,9 +240,9 @@ def rewrite_claims(path: Path, follow: dict[str, str], drop: set[str]) -> None:
     for index, line in enumerate(lines):
         match = _CLAIMS_LINE.match(line.rstrip("\n"))
         if match:
-            items = [follow.get(f.strip(), f.strip()) for f in match.group(2).split(",") if f.strip()]
-            items = list(dict.fromkeys(f for f in items if f not in drop))
-            lines[index] = f"{match.group(1)}[{', '.join(items)}]{match.group(3)}\n"
+            items = [f.strip().strip("'\"") for f in match.group(2).split(",") if f.strip()]
+            items = list(dict.fromkeys(follow.get(f, f) for f in items if f not in drop))
+            lines[index] = f"{match.group(1)}[{', '.join(map(in_yaml, items))}]{match.group(3)}\n"
     path.write_text("".join(lines), encoding="utf-8")
 
 

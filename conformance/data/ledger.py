@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.data.schemas import InputError, check, read_yaml
-from conformance.data.sentences import Sentence
+from conformance.data.sentences import Sentence, in_yaml
 
 REASONS = ("out of scope", "not testable", "informative")
 
@@ -48,7 +48,7 @@ class Recorded:
     keywords: tuple[str, ...]
 
     def __str__(self) -> str:
-        return " ".join((self.fingerprint, "/".join(self.keywords))).strip()
+        return f"{self.fingerprint} {'/'.join(self.keywords)}" if self.keywords else in_yaml(self.fingerprint)
 
 
 @dataclass
@@ -91,7 +91,7 @@ def save(ledger: Ledger, path: Path) -> None:
     lines = [HEADER, "scope:"] + [f"  - {doc}" for doc in ledger.scope]
     lines.append("\nunclaimed:" + ("" if ledger.unclaimed else " []"))
     for listed in sorted(ledger.unclaimed.values(), key=lambda item: (item.anchor, item.sentence)):
-        lines.append(f"  - {{sentence: {listed.sentence}, anchor: {listed.anchor}, reason: {listed.reason},\n"
+        lines.append(f"  - {{sentence: {in_yaml(listed.sentence)}, anchor: {listed.anchor}, reason: {listed.reason},\n"
                      f"     why: {json.dumps(listed.why, ensure_ascii=False)}}}")
     lines.append("\nrecorded:" + ("" if ledger.recorded else " {}"))
     for anchor, entries in ledger.recorded.items():

@@ -51,6 +51,12 @@ def fingerprint(text: str) -> str:
     return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:FINGERPRINT_LENGTH]
 
 
+def in_yaml(fingerprint: str) -> str:
+    """A fingerprint as the catalog files write it: quoted when YAML would read it as something else (twelve
+    decimal digits are a number)."""
+    return f'"{fingerprint}"' if fingerprint.isdigit() else fingerprint
+
+
 def normalize(text: str) -> str:
     return " ".join(text.split())
 
