@@ -110,6 +110,15 @@ def review_lines(run) -> list[str]:
     return [line for line in run.stderr.splitlines() if line.startswith("GAP: needs review")]
 
 
+def flagged_after(world, old: str, new: str):
+    """Edit the spec copy, check it: the run fails on exactly one change needing review. (line, run)"""
+    edit(world, old, new)
+    run = requirements(world)
+    assert run.returncode == 1
+    [line] = review_lines(run)
+    return line, run
+
+
 def test_sentences_are_found_in_paragraphs_lists_tables_and_code_comments():
     found = {s.fingerprint: s for s in sentences_of(DOC, "ctx/doc.md")}
     assert found[CALL].anchor == "ctx/doc.md#alpha" and found[CALL].keywords == ("MUST",)
@@ -144,30 +153,21 @@ def test_a_claimed_fingerprint_the_spec_lacks_fails(world):
 
 
 def test_a_changed_sentence_flags_exactly_the_requirements_and_rulings_resting_on_it(world):
-    edit(world, "The kernel MUST call every provider.", "The kernel MUST call each provider once.")
-    run = requirements(world)
-    assert run.returncode == 1
-    [line] = review_lines(run)
+    line, run = flagged_after(world, "The kernel MUST call every provider.", "The kernel MUST call each provider once.")
     new = fingerprint("The kernel MUST call each provider once.")
     assert f"ctx/doc.md#alpha: sentence changed {CALL} -> {new} (MUST); requirements: K-CALL; rulings: R-CALL" in line
     assert "GAP: unclaimed" not in run.stderr  # the drift line says it once
 
 
 def test_an_added_must_is_flagged_unclaimed(world):
-    edit(world, "A compactor SHOULD summarize.", "A compactor SHOULD summarize. The kernel MUST log it.")
-    run = requirements(world)
-    assert run.returncode == 1
-    [line] = review_lines(run)
+    line, _ = flagged_after(world, "A compactor SHOULD summarize.", "A compactor SHOULD summarize. The kernel MUST log it.")
     added = fingerprint("The kernel MUST log it.")
     assert f"ctx/doc.md#gamma: sentence added {added} (MUST); rulings: R-GAMMA" in line
     assert "requirements:" not in line
 
 
 def test_a_removed_section_flags_its_requirements(world):
-    edit(world, "## Gamma\n\nA compactor SHOULD summarize.\n", "")
-    run = requirements(world)
-    assert run.returncode == 1
-    [line] = review_lines(run)
+    line, run = flagged_after(world, "## Gamma\n\nA compactor SHOULD summarize.\n", "")
     assert f"ctx/doc.md#gamma: sentence removed {SUMMARIZE} (SHOULD); requirements: K-SUMMARIZE; rulings: R-GAMMA" in line
     assert "anchor not in the spec: K-SUMMARIZE: ctx/doc.md#gamma" in run.stderr
 
@@ -282,3 +282,13 @@ def test_a_fingerprint_of_digits_only_stays_a_string_in_the_ledger(tmp_path):
     ledger_mod.save(ledger_mod.Ledger(["ctx/doc.md"], listed, recorded), tmp_path / "sentences.yaml")
     again = ledger_mod.load(tmp_path / "sentences.yaml")
     assert again.recorded == recorded and again.unclaimed == listed
+
+
+def test_a_weakened_keyword_is_removed_and_added_so_no_claim_follows_it(world):
+    edit(world, "The kernel MUST call every provider.", "The kernel SHOULD call every provider.")
+    run = requirements(world)
+    kinds = sorted(line.split(": sentence ")[1].split()[0] for line in review_lines(run))
+    assert run.returncode == 1 and kinds == ["added", "removed"]
+    accepted = requirements(world, "--accept")
+    assert accepted.returncode == 1 and "K-CALL claims no sentence of the spec" in accepted.stderr
+    assert "GAP: unclaimed: ctx/doc.md#alpha" in accepted.stderr

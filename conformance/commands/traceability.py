@@ -172,17 +172,18 @@ def drift(found: Trace, catalog: Catalog, vectors: list) -> list[Change]:
 
 
 def _pair(gone: list, appeared: list, before: list, now: list) -> list[tuple]:
-    """Claimed sentences gone from an anchor matched with new ones there: the same keywords first, then the
-    nearest place in the section."""
+    """Claimed sentences gone from an anchor matched with new ones there carrying the same keywords, the nearest
+    in place first. A sentence whose keywords changed (a MUST turned SHOULD) is removed and added instead, so
+    no claim follows it without a reviewer claiming it anew."""
     def place(entry, entries) -> float:
         return [e.fingerprint for e in entries].index(entry.fingerprint) / max(len(entries), 1)
     pairs, free = [], list(appeared)
     for old in gone:
-        if not free:
-            break
-        best = min(free, key=lambda new: (new.keywords != old.keywords, abs(place(old, before) - place(new, now))))
-        pairs.append((old, best))
-        free.remove(best)
+        alike = [new for new in free if new.keywords == old.keywords]
+        if alike:
+            best = min(alike, key=lambda new: abs(place(old, before) - place(new, now)))
+            pairs.append((old, best))
+            free.remove(best)
     return pairs
 
 
@@ -195,11 +196,13 @@ def _with_dependants(change: Change, found: Trace, catalog: Catalog, vectors: li
 
 
 def _rests_on(ruling: Ruling, change: Change) -> bool:
-    """A ruling rests on the sentences it lists, and a sentence added beside them may settle or reopen its
-    question; one that lists none rests on every sentence at its anchors."""
+    """A ruling rests on the sentences it lists, and a keyword sentence added beside them may settle or reopen
+    its question; one that lists none rests on every sentence at its anchors."""
     at_anchor = change.anchor in ruling.anchors or change.was in ruling.anchors
-    if not ruling.sentences or change.kind == "added":
+    if not ruling.sentences:
         return at_anchor
+    if change.kind == "added":
+        return at_anchor and bool(change.keywords)
     return bool({change.old, change.new} & set(ruling.sentences))
 
 
