@@ -116,3 +116,15 @@ def test_a_plugin_refuses_to_run_without_its_cookie(provider_vectors, tmp_path):
                                             handshake_timeout=5.0)) as connection:
         [result] = provider_run.run_vectors(connection, provider_vectors[:1], manifest, tmp_path / "cases")
     assert result.status == "error" and "This binary is a plugin" in result.error
+
+
+def test_a_fake_server_of_the_suite_that_cannot_listen_is_named_as_the_suites(kernel_vectors, tmp_path, monkeypatch):
+    from conformance.bindings import grpc_wire
+    real = grpc_wire.SocketDir.address
+    monkeypatch.setattr(grpc_wire.SocketDir, "address", lambda self, name: "unix:/proc/ctxconf-none/x.sock"
+                        if name.startswith("provider") else real(self, name))
+    with Connection(lambda: GrpcKernelBinding(tmp_path, 10.0, command=HARNESS)) as connection:
+        [result] = kernel_run.run_vectors(connection, kernel_vectors[:1])
+    assert result.status == "error" and not result.failures(), result
+    assert "the suite's fake provider" in result.error and "not a fault of the implementation" in result.error
+    _no_leftovers(tmp_path)

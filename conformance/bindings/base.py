@@ -63,6 +63,11 @@ class HarnessError(Exception):
     protocol. The case gets status error; the run goes on."""
 
 
+class SuiteSetupError(HarnessError):
+    """A part of the suite itself (a fake provider's server, the tokenizer's) could not be set up: the case
+    errors like any other harness error, and the message says the implementation is not to blame."""
+
+
 class LaunchError(Exception):
     """The implementation cannot be started at all (no such command, module or
     factory): bad usage, exit code 2."""

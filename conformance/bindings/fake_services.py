@@ -107,18 +107,19 @@ class FakeServers:
 
     def provider(self, name: str) -> str:
         """Serve the fake provider `name`; its address."""
-        return self._serve(f"provider-{len(self.servers)}", lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(
-            FakeContextService(name, self.relay), s))
+        return self._serve(f"provider-{len(self.servers)}", f"the suite's fake provider {name!r}",
+                           lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(
+                               FakeContextService(name, self.relay), s))
 
     def tokenizer(self) -> str:
-        return self._serve("tokenizer", lambda s: harness_pb2_grpc.add_SuiteTokenizerServicer_to_server(
+        return self._serve("tokenizer", "the suite's tokenizer", lambda s: harness_pb2_grpc.add_SuiteTokenizerServicer_to_server(
             SuiteTokenizer(self.relay), s))
 
-    def _serve(self, name: str, register) -> str:
+    def _serve(self, name: str, what: str, register) -> str:
         address = self.sockets.address(name)
         grpc_server = server()
         register(grpc_server)
-        start(grpc_server, address)
+        start(grpc_server, address, what)
         self.servers.append(grpc_server)
         return address
 

@@ -20,7 +20,7 @@ from google.rpc import error_details_pb2, status_pb2  # noqa: F401  (registers t
 from grpc_status import rpc_status
 
 from conformance.bindings import trace
-from conformance.bindings.base import CallFailed, HarnessError, LaunchError
+from conformance.bindings.base import CallFailed, HarnessError, LaunchError, SuiteSetupError
 from conformance.wire import forms
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
 
@@ -59,9 +59,17 @@ def server(workers: int = 8) -> grpc.Server:
     return grpc.server(futures.ThreadPoolExecutor(max_workers=workers), interceptors=trace.server_interceptors())
 
 
-def start(grpc_server: grpc.Server, address: str) -> None:
-    if grpc_server.add_insecure_port(address) == 0 and not address.startswith("unix:"):
-        raise HarnessError(f"cannot listen on {address}")
+def start(grpc_server: grpc.Server, address: str, what: str = "a gRPC server of the suite's own") -> None:
+    """Listen on address. A failure is the machine's or the suite's, never the implementation's: it says so."""
+    try:
+        bound = grpc_server.add_insecure_port(address)
+    except RuntimeError as exc:  # grpcio raises for a unix socket it cannot bind
+        bound, why = 0, f": {exc}"
+    else:
+        why = ""
+    if bound == 0:
+        raise SuiteSetupError(f"{what} cannot listen on {address}{why} (set-up of ctxconf itself, not a fault of "
+                              "the implementation under test)")
     grpc_server.start()
 
 

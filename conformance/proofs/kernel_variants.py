@@ -156,18 +156,16 @@ class CarriesChainAcrossTurns(ReferenceKernel):
         slots = {len(foreign)} | {n for s, n in zip(chain, foreign_before(chain)) if s["provider"] == provider.name}
         return all(n in slots for s, n in zip(sections, foreign_before(sections)) if s["provider"] == provider.name)
 
+    AT = "\0at"  # where an own section stood in the reply; the rules that keep one copy it along
+
     def own_part(self, provider, chain, sections):
-        return [s for s in sections if s["provider"] == provider.name]
+        return [{**s, self.AT: i} for i, s in enumerate(sections) if s["provider"] == provider.name]
 
     def with_own(self, provider, chain, sections, own):
-        """Its sections it kept where they stand in the reply (own: those, recounted, in order)."""
-        own, chain = list(own), []
-        for s in sections:
-            if s["provider"] != provider.name:
-                chain.append(s)
-            elif own and {**s, "tokens": 0} == {**own[0], "tokens": 0}:
-                chain.append(own.pop(0))
-        return chain
+        """Its sections it kept where they stood in the reply, as kept (stripped, relabelled or recounted):
+        told apart by position, never by content, which those rules change."""
+        kept = {s[self.AT]: {k: v for k, v in s.items() if k != self.AT} for s in own}
+        return [kept.get(i, s) for i, s in enumerate(sections) if s["provider"] != provider.name or i in kept]
 
 
 @variant("keeps an unlabelled section as it is, inside a boundary of its own", "R-MISSING-LABEL")
@@ -447,6 +445,9 @@ _combined("shows later compactors the history from before the firing's rewrites 
           "R-FREEDOMS-COMBINE", RewriteAppliedAfterFiring, HistoryCountedPerMessage)
 _combined("strips non-text blocks and gives an unlabelled section a label of its own", "R-FREEDOMS-COMBINE",
           StripsNonTextBlocksVisibly, RelabelsUnlabelled)
+_combined("carries the chain, keeps stated figures, counts a provider's sections at once and strips non-text blocks",
+          "R-FREEDOMS-COMBINE", CarriesChainAcrossTurns, KeepsStatedFigures, CountsContributionAsOne,
+          StripsNonTextBlocksVisibly)
 
 
 # --- launched plugins (ctxconf kernel --launch-plugins) --------------------------------------------
