@@ -40,7 +40,7 @@ class Sentence:
     anchor: str         # file.md#heading-anchor, the form the catalog cites
     fingerprint: str
     keywords: tuple[str, ...]  # the RFC 2119 keywords it carries, each once, in reading order; () for none
-    text: str           # normalized; held in memory for matching and pairing, never written to the catalog
+    text: str           # normalized; shown to a reviewer on screen, never written to the catalog
 
     @property
     def normative(self) -> bool:
