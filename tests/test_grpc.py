@@ -128,3 +128,80 @@ def test_a_fake_server_of_the_suite_that_cannot_listen_is_named_as_the_suites(ke
     assert result.status == "error" and not result.failures(), result
     assert "the suite's fake provider" in result.error and "not a fault of the implementation" in result.error
     _no_leftovers(tmp_path)
+
+
+def test_the_suites_own_time_answering_a_kernel_over_grpc_is_not_charged_to_it(kernel_vectors, tmp_path, monkeypatch):
+    # Each fake provider takes 1.5 s to answer Contribute: a turn of four takes longer than the 5 s timeout,
+    # all of it the suite's time; the kernel's own stays far below it.
+    from conformance.bindings import fake_services
+    answer = fake_services.Relay._answer
+
+    def slow(self, call, *rest):
+        time.sleep(1.5 if call == "Contribute" else 0)
+        return answer(self, call, *rest)
+
+    monkeypatch.setattr(fake_services.Relay, "_answer", slow)
+    vector = next(v for v in kernel_vectors if v.id == "kernel/config/static-before-dynamic-quiet")
+    started = time.monotonic()
+    with Connection(lambda: GrpcKernelBinding(tmp_path, 5.0, command=HARNESS)) as connection:
+        results = kernel_run.run_vectors(connection, [vector])
+    assert time.monotonic() - started > 6.0, "the suite's answers were not slow enough to show anything"
+    _clean(results)
+
+
+def test_a_kernel_that_never_answers_over_grpc_is_stopped_by_its_own_timeout(kernel_vectors, tmp_path):
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "hanging_kernel.py").write_text(
+        "import time\nfrom conformance.reference.kernel import ReferenceKernel\n\n"
+        "class Hanging(ReferenceKernel):\n    def assemble(self, request, call):\n        time.sleep(600)\n")
+    command = f"env PYTHONPATH={tmp_path / 'mod'} {HARNESS.replace('conformance.reference.kernel:create', 'hanging_kernel:Hanging')}"
+    vector = next(v for v in kernel_vectors if v.id == "kernel/config/static-before-dynamic-quiet")
+    started = time.monotonic()
+    with Connection(lambda: GrpcKernelBinding(tmp_path, 2.0, command=command)) as connection:
+        [result] = kernel_run.run_vectors(connection, [vector])
+    assert "no answer within 2s of its own time" in (result.error or ""), result
+    assert time.monotonic() - started < 20
+    _no_leftovers(tmp_path)
+
+
+LATE_VECTOR = """
+id: kernel/errors/answer-at-the-deadline
+title: an answer the suite was slow to give reaches the kernel after its deadline
+requirements: [K-PRIOR-SECTIONS]
+setup:
+  models: [{id: m, context_window: 100000, reserved_output: 4000, system_overhead: 6000}]
+  primary_model: m
+  hook_timeout_ms: 500
+  providers:
+    - name: late
+      capabilities: {default_token_budget: 100, stability: STABILITY_STATIC}
+      script: [{append: [{label: Late, text: "context that came too late"}]}]
+    - name: after
+      capabilities: {default_token_budget: 100, stability: STABILITY_DYNAMIC}
+      script: [{append: [{label: After, text: "context from after"}]}]
+turns:
+  - assemble: {session_id: 01JD9C0000SESSIONERRORS0099, turn_id: 01JD9C0000TURNERRORS000099, model: m}
+    expect:
+      K-PRIOR-SECTIONS: {turn_failed: false}
+"""
+
+
+def test_an_answer_the_suite_gave_past_the_kernels_deadline_may_be_timed_out(catalog, tmp_path, monkeypatch):
+    # On a loaded machine the suite's own answer can come after the kernel's deadline: the kernel then rightly
+    # treats the provider as timed out (K-TIMEOUT), and the judge must accept that as well as the answer.
+    from conformance.bindings import fake_services
+    from conformance.data import vectors as vectors_mod
+    path = tmp_path / "kernel" / "errors" / "answer-at-the-deadline.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(LATE_VECTOR)
+    vector = vectors_mod.load_file(path, catalog, tmp_path)
+    note = fake_services.Relay._note_if_late
+
+    def slow(on_callback, call, provider, context):  # the answer is made, then held up on its way back
+        time.sleep(0.8 if (call, provider) == ("Contribute", "late") else 0)
+        return note(on_callback, call, provider, context)
+
+    monkeypatch.setattr(fake_services.Relay, "_note_if_late", staticmethod(slow))
+    with Connection(lambda: GrpcKernelBinding(tmp_path, 10.0, command=HARNESS)) as connection:
+        results = kernel_run.run_vectors(connection, [vector])
+    _clean(results)

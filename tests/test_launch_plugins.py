@@ -141,3 +141,45 @@ def test_a_kernel_that_does_not_reload_is_told_to_stop_once(tmp_path, target):
     stops = [r for r in rows if r["message"].get("op") == "stop"]
     hellos = [r for r in rows if r["message"].get("op") == "hello"]
     assert stops and len(stops) == len(hellos), (len(stops), len(hellos))  # one stop per kernel process started
+
+
+def test_what_a_kernel_stopped_mid_op_never_got_to_do_is_not_judged():
+    # A load cut short by a timeout: the suite stopped the kernel, so plugins it never offered the callback
+    # channel, and never shut down, show nothing about it. What it did at launch is still judged.
+    from conformance.engine.kernel_checks import check_plugins
+    from conformance.engine.kernel_driver import Transcript
+    from conformance.engine.scenario import KernelScenario
+    launch = {"pid": 1, "name": "p", "offers": [], "probe": None, "probe_model": None, "crashed": False,
+              "shutdown": False, "exited": False, "cookie": "ok", "protocol_versions": "1"}
+    scenario = KernelScenario.__new__(KernelScenario)
+    whole = {f.requirement for f in check_plugins(Transcript(plugins=[launch]), scenario)}
+    cut = {f.requirement for f in check_plugins(Transcript(plugins=[launch], error="no answer"), scenario)}
+    assert whole == {"K-PLUGIN-HANDSHAKE", "K-CALLBACK-CHANNEL", "K-PLUGIN-SHUTDOWN"}
+    assert cut == {"K-PLUGIN-HANDSHAKE"}
+
+
+def test_the_suites_plugins_starting_slowly_are_not_charged_to_the_kernel(kernel_vectors, tmp_path, monkeypatch):
+    # Each fake plugin (the suite's) takes 4 s more to start: the load of three takes longer than the 2 s
+    # per-call timeout and its allowance, all of it the suite's time, which the kernel's timeout gives back.
+    from conformance.bindings.launch_plugins import LaunchingKernel
+    from conformance.bindings.python import PythonBinding
+    from conformance.engine import kernel_run
+    from conformance.engine.connection import Connection
+    from conformance.reference.kernel import ReferenceKernel
+    launchable = LaunchingKernel._launchable
+
+    def slow(self, config):
+        config = launchable(self, config)
+        for provider in config["providers"]:
+            provider["command"] = [sys.executable, "-c", "import runpy, time; time.sleep(4); "
+                                   "runpy.run_module('conformance.bindings.fake_plugin', run_name='__main__')",
+                                   *provider["command"][3:]]
+        return config
+
+    monkeypatch.setattr(LaunchingKernel, "_launchable", slow)
+    vector = next(v for v in kernel_vectors if v.id == "kernel/plugins/callback-channel")
+    binding = lambda: LaunchingKernel(PythonBinding("reference", "ctxconf-kernel/1", 2.0, factory=ReferenceKernel),
+                                      tmp_path, 2.0)
+    with Connection(binding) as connection:
+        [result] = kernel_run.run_vectors(connection, [vector])
+    assert result.status == "pass", (result.error, [f.message for f in result.failures()])

@@ -52,3 +52,14 @@ def test_a_freedom_counts_as_equivalent_only_with_its_variant():
     assert mutation_report._problem({**freedom, "variant": "EagerReader"}, mutant) is None
     counts = {"killed": 8, "warned-only": 1, "timed-out": 0, "incompetent": 1}
     assert mutation_report._score(counts, tried=12, equivalent=2) == 1.0  # 8 / (12 - 2 - 1 - 1)
+
+
+def test_an_only_run_replaces_its_mutants_and_keeps_the_others():
+    from conformance.commands import mutation_report
+    previous = {"runs": {"kernel": {"command": "all"}},
+                "mutants": [{"id": "a", "target": "kernel", "status": "survived"},
+                            {"id": "b", "target": "kernel", "status": "survived"}]}
+    run = {"only": True, "targets": ["kernel"], "results": [{"id": "b", "target": "kernel", "status": "killed"}]}
+    merged = mutation_report.merge(run, previous)
+    assert [(m["id"], m["status"]) for m in merged["mutants"]] == [("a", "survived"), ("b", "killed")]
+    assert merged["runs"] == previous["runs"]

@@ -63,6 +63,16 @@ class HarnessError(Exception):
     protocol. The case gets status error; the run goes on."""
 
 
+CALLBACK_WALL = 10  # how many per-call timeouts of wall clock one op may take, the suite's answers to callbacks and all
+
+
+def no_suite_time() -> float:
+    """A binding's `suite_seconds` when nothing of the suite's own runs while the implementation works. The
+    plugin-launching mode replaces it with the time its fake plugins spent starting and answering, which a
+    binding gives back to the implementation's per-call timeout."""
+    return 0.0
+
+
 class SuiteSetupError(HarnessError):
     """A part of the suite itself (a fake provider's server, the tokenizer's) could not be set up: the case
     errors like any other harness error, and the message says the implementation is not to blame."""

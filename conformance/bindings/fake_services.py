@@ -30,37 +30,60 @@ def hang_limit(config: dict, timeout: float) -> float:
     return min(timeout, 2 * hook / 1000 + 1) if hook else timeout
 
 
+LATE_MARGIN = 0.15  # seconds before the kernel's deadline within which an answer may not reach it in time
+
+
 class Relay:
     """Hands each incoming RPC to whatever on_callback the current op installed."""
 
     def __init__(self, hang_limit: float):
         self.on_callback: OnCallback = no_callbacks
         self.hang_limit = hang_limit
-        self.holding = 0
+        self.holding = 0  # calls being answered or held: an op's judgment waits for them (settle)
         self.settled = threading.Condition()
+        self.answering_seconds = 0.0  # spent answering (or holding) the kernel's calls: the suite's time, not the kernel's
 
     def settle(self, timeout: float) -> None:
-        """Wait until every held call has seen its caller give up (or the suite stop waiting)."""
+        """Wait until every call is answered, and every held one has seen its caller give up (or the suite
+        stop waiting): an answer that comes after the op may still say it was late."""
         with self.settled:
             self.settled.wait_for(lambda: self.holding == 0, timeout)
 
     def answer(self, call: str, provider: str | None, request, response_type, context: grpc.ServicerContext):
+        started = time.monotonic()
+        with self.settled:
+            self.holding += 1
         try:
-            result = self.on_callback(call, provider, forms.to_json(request))
+            return self._answer(call, provider, request, response_type, context)
+        finally:
+            with self.settled:
+                self.answering_seconds += time.monotonic() - started
+                self.holding -= 1
+                self.settled.notify_all()
+
+    def _answer(self, call: str, provider: str | None, request, response_type, context: grpc.ServicerContext):
+        on_callback = self.on_callback  # the op's, though the op may be over when the answer is ready
+        try:
+            result = on_callback(call, provider, forms.to_json(request))
+            self._note_if_late(on_callback, call, provider, context)
             return json_format.ParseDict(result, response_type())
         except Hang as hang:
-            with self.settled:
-                self.holding += 1
-            try:
-                self.hold(hang, context)
-            finally:
-                with self.settled:
-                    self.holding -= 1
-                    self.settled.notify_all()
+            self.hold(hang, context)
         except CallFailed as failure:
+            self._note_if_late(on_callback, call, provider, context)
             if isinstance(failure, Crash):
                 context.set_trailing_metadata((CRASH_METADATA,))
             abort(context, failure)
+
+    @staticmethod
+    def _note_if_late(on_callback: OnCallback, call: str, provider: str | None, context: grpc.ServicerContext) -> None:
+        """An answer ready when the kernel's deadline has passed, or all but: the kernel may never see it
+        (on a loaded machine, say), and its deadline may rightly treat the provider as failed (K-TIMEOUT)."""
+        remaining = context.time_remaining()
+        if not context.is_active() or (remaining is not None and remaining < LATE_MARGIN):
+            mark = getattr(on_callback, "mark_late", None)
+            if mark is not None:
+                mark(call, provider)
 
     def hold(self, hang: Hang, context: grpc.ServicerContext) -> None:
         """Never answer: wait until the kernel gives up on the call, and note when it did."""
@@ -104,10 +127,14 @@ class FakeServers:
     def __init__(self, sockets: SocketDir, relay: Relay):
         self.sockets, self.relay = sockets, relay
         self.servers: list[grpc.Server] = []
+        # Every server of the binding's life gets a socket path of its own: a path reused by the next load
+        # raced the stopped server's connections on a loaded machine (the kernel's call over a connection
+        # its old server was closing failed "Stream removed ... Broken pipe").
+        self.served = 0
 
     def provider(self, name: str) -> str:
         """Serve the fake provider `name`; its address."""
-        return self._serve(f"provider-{len(self.servers)}", f"the suite's fake provider {name!r}",
+        return self._serve("provider", f"the suite's fake provider {name!r}",
                            lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(
                                FakeContextService(name, self.relay), s))
 
@@ -116,7 +143,8 @@ class FakeServers:
             SuiteTokenizer(self.relay), s))
 
     def _serve(self, name: str, what: str, register) -> str:
-        address = self.sockets.address(name)
+        self.served += 1
+        address = self.sockets.address(f"{name}-{self.served}")
         grpc_server = server()
         register(grpc_server)
         start(grpc_server, address, what)

@@ -10,13 +10,14 @@ to the kernel in Load.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import grpc
 from google.protobuf import json_format
 
 from conformance.bindings import trace
-from conformance.bindings.base import HarnessError, OnCallback, no_callbacks
+from conformance.bindings.base import CALLBACK_WALL, HarnessError, OnCallback, no_callbacks, no_suite_time
 from conformance.bindings.fake_services import FakeServers, Relay, hang_limit
 from conformance.bindings.grpc_provider import close_launched
 from conformance.bindings.grpc_wire import SocketDir, failure_from, wait_ready
@@ -45,6 +46,7 @@ class GrpcKernelBinding:
         self.implementation: dict = {}
         self.broken = False
         self.closing_note: str | None = None  # set by close(): see close_launched
+        self.suite_seconds = no_suite_time  # the plugin-launching mode's plugins: see base.no_suite_time
 
     def start(self) -> dict:
         if self.process:
@@ -103,16 +105,35 @@ class GrpcKernelBinding:
         return self._rpc(self.stub.Load, request)
 
     def _rpc(self, method, message) -> dict:
-        try:
-            return forms.to_json(method(message, timeout=self.timeout))
-        except grpc.RpcError as error:
-            failure = failure_from(error)
-            if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and \
-                    (self.process is None or not self.process.alive):
-                raise HarnessError(f"the kernel harness is gone: {failure.code}: {failure.message}") from None
-            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise HarnessError(f"no answer within {self.timeout:g}s (the per-call timeout)") from None
-            raise failure from None
+        """The call's result. The timeout bounds the kernel's own time: what the suite's fakes spend answering
+        (or holding) its calls is not charged to it, as over stdio; a whole op still ends at CALLBACK_WALL
+        timeouts of wall clock."""
+        def own_time() -> float:
+            return time.monotonic() - started - (self.relay.answering_seconds + self.suite_seconds() - suite_before)
+
+        started, suite_before = time.monotonic(), self.relay.answering_seconds + self.suite_seconds()
+        call = method.future(message, timeout=self.timeout * CALLBACK_WALL)
+        while True:
+            try:
+                return forms.to_json(call.result(timeout=max(self.timeout - own_time(), 0.01)))
+            except grpc.FutureTimeoutError:
+                if own_time() >= self.timeout:
+                    call.cancel()
+                    raise HarnessError(f"no answer within {self.timeout:g}s of its own time (the per-call timeout, "
+                                       "which the suite's answers to its calls do not use up; --timeout sets it)") \
+                        from None
+            except grpc.RpcError as error:
+                raise self._failure(error) from None
+
+    def _failure(self, error: grpc.RpcError) -> Exception:
+        failure = failure_from(error)
+        if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and \
+                (self.process is None or not self.process.alive):
+            return HarnessError(f"the kernel harness is gone: {failure.code}: {failure.message}")
+        if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return HarnessError(f"no answer within {self.timeout * CALLBACK_WALL:g}s of wall clock, callbacks and "
+                                f"all ({CALLBACK_WALL} per-call timeouts)")
+        return failure
 
     def stderr(self) -> str:
         return self.process.stderr() if self.process else ""

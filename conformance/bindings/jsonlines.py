@@ -61,6 +61,10 @@ def child_env(workdir: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
     return env
 
 
+class NoAnswer(HarnessError):
+    """Nothing came within the time the call had (a binding may give back time the suite itself used)."""
+
+
 class JsonLinesProcess:
     """The child and its pipes. Its stdout is read in the caller's thread, a line
     at a time with a deadline (no thread hand-off on the hot path); a child that
@@ -218,7 +222,7 @@ class JsonLinesProcess:
                 raise TimeoutError  # even with more lines waiting: a flood of callbacks is no answer
             raw = self._read_line(wait if deadline is None else deadline - time.monotonic())
         except TimeoutError:
-            raise HarnessError(f"no answer within {wait:g}s of its own time (the per-call timeout, which the "
+            raise NoAnswer(f"no answer within {wait:g}s of its own time (the per-call timeout, which the "
                                "suite's answers to its callbacks do not use up, but a whole op with its callbacks "
                                "may take 10 of; --timeout sets it)" + self._stderr_note()) from None
         if raw is None:

@@ -49,6 +49,7 @@ class LaunchingKernel:
         self.stopped = False  # told to stop at the end of a case (R-PLUGIN-LIFETIME)
         self.bypassed: list[str] = []  # provider calls the kernel made round its plugins, this configuration
         self.planted = self._plant()
+        inner.suite_seconds = self.suite_seconds  # its per-call timeout is the kernel's time, not our plugins'
 
     def _plant(self) -> bool:
         """Put the secret in the environment the kernel will run with, where the suite decides it: a launched
@@ -102,6 +103,14 @@ class LaunchingKernel:
         if op == "assemble":
             self.relay.settle(self.relay.hang_limit)
         return result
+
+    def suite_seconds(self) -> float:
+        """The suite's own time while the kernel works: its fake plugins starting up (each one serving says how
+        long it took; one still starting has taken its age so far) and its fake providers answering them."""
+        served = {launch["pid"]: launch["startup_seconds"] for report in self.reports for launch in _read(report)
+                  if "startup_seconds" in launch}
+        starting = {pid: age for pid, age in process_tree.ages_of(str(self.sockets.path)).items() if pid not in served}
+        return sum(served.values()) + sum(starting.values()) + self.relay.answering_seconds
 
     def _direct(self, on_callback: OnCallback) -> OnCallback:
         """The harness's own callback route, which a kernel in this mode uses for its model providers'
@@ -272,4 +281,6 @@ def _read(report: Path) -> list[dict]:
             launch["shutdown"] = True
         elif kind == "refused":
             launch["refused"] = event["why"]
+        elif kind == "serving":
+            launch["startup_seconds"] = event["startup_seconds"]
     return list(launches.values())

@@ -52,6 +52,29 @@ def process_table() -> dict[int, tuple[str, int, int, int, int]]:
     return {pid: row for pid, row in table.items() if row is not None}
 
 
+def age(pid: int | str = "self") -> float:
+    """Seconds since a process was created (its interpreter's start-up included); 0 without /proc."""
+    row = stat(pid)
+    try:
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            return max(float(uptime.read().split()[0]) - row[4] / os.sysconf("SC_CLK_TCK"), 0.0) if row else 0.0
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def ages_of(marker: str) -> dict[int, float]:
+    """The age of each live process whose command line holds `marker`."""
+    found = {}
+    for pid in process_table():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if marker.encode() in cmdline.read():
+                    found[pid] = age(pid)
+        except OSError:
+            continue
+    return found
+
+
 def launched(pid: int) -> int:
     """Note a new child; its start time (clock ticks since boot), which tells later orphans from older ones."""
     _live.add(pid)

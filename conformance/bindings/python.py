@@ -20,11 +20,12 @@ import importlib
 import json
 import queue
 import threading
+import time
 import traceback
 
 from conformance.bindings import trace
-from conformance.bindings.base import (CallFailed, Hang, HarnessError, LaunchError, OnCallback, checked_hello,
-                                       deadline_exceeded, no_callbacks)
+from conformance.bindings.base import (CALLBACK_WALL, CallFailed, Hang, HarnessError, LaunchError, OnCallback,
+                                       checked_hello, deadline_exceeded, no_callbacks, no_suite_time)
 
 
 def _json_copy(value):
@@ -56,6 +57,7 @@ class PythonBinding:
         self.target = target
         self.protocol = protocol
         self.timeout = timeout
+        self.suite_seconds = no_suite_time
         self.obj = None
         self.features: tuple[str, ...] = ()
         self.implementation: dict = {}
@@ -107,7 +109,7 @@ class PythonBinding:
                 outcome["error"] = traceback.format_exc(limit=8)
 
         trace.record("python", trace.TO_IMPL, {"op": op, **fields})
-        if not self._worker.run(run, self.timeout):
+        if not self._worker.run(run, self.timeout, self.suite_seconds):
             self.broken = True  # the thread cannot be stopped; the object is abandoned
             raise HarnessError(f"{op} did not return within {self.timeout:g}s")
         trace.record("python", trace.FROM_IMPL, {"error": outcome["failed"].to_json()} if "failed" in outcome
@@ -154,13 +156,20 @@ class _Worker:
             finally:
                 done.release()
 
-    def run(self, work, timeout: float) -> bool:
-        """Run `work` on the thread; False if it has not finished within `timeout` (it is then abandoned,
-        with its thread: a daemon, which never keeps the suite from exiting)."""
+    def run(self, work, timeout: float, suite_seconds=no_suite_time) -> bool:
+        """Run `work` on the thread; False if it has not finished within `timeout` seconds of its own time
+        (the suite's, as suite_seconds grows, given back; at most CALLBACK_WALL timeouts of wall clock). An
+        op that does not finish is abandoned with its thread: a daemon, which never keeps the suite from exiting."""
         done = threading.Lock()
         done.acquire()
         self._jobs.put((work, done))
-        return done.acquire(timeout=timeout)
+        wall, credited, wait = time.monotonic() + timeout * CALLBACK_WALL, suite_seconds(), timeout
+        while not done.acquire(timeout=max(min(wait, wall - time.monotonic()), 0)):
+            wait = suite_seconds() - credited
+            if wait <= 0 or time.monotonic() >= wall:
+                return False
+            credited += wait
+        return True
 
     def stop(self) -> None:
         self._jobs.put(None)  # a thread stuck in an abandoned op never reads it, and stays a daemon

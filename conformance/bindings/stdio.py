@@ -7,15 +7,14 @@ import time
 from pathlib import Path
 
 from conformance.data import schemas
-from conformance.bindings.base import (CallFailed, Hang, HarnessError, OnCallback, checked_hello, deadline_exceeded,
-                                       no_callbacks)
-from conformance.bindings.jsonlines import JsonLinesProcess
+from conformance.bindings.base import (CALLBACK_WALL, CallFailed, Hang, HarnessError, OnCallback, checked_hello,
+                                       deadline_exceeded, no_callbacks, no_suite_time)
+from conformance.bindings.jsonlines import JsonLinesProcess, NoAnswer
 
 # How long the end of a case waits for a stray line. A reply written twice is usually written back to back,
 # so the second is already there; a longer wait would cost every case of every run.
 QUIET_WINDOW = 0.005
 STOP_WAIT = 2.0  # for the answer to stop, and then for the exit
-CALLBACK_WALL = 10  # how many timeouts of wall clock one op may take, callbacks and all
 
 
 class StdioBinding:
@@ -32,6 +31,7 @@ class StdioBinding:
         self._answered: dict[int, str] = {}  # request id: its op, to name a second reply to it
         self.broken = False
         self.closing_note: str | None = None  # set by close() when the implementation had to be killed
+        self.suite_seconds = no_suite_time
 
     def start(self) -> dict:
         self.process.start()
@@ -59,10 +59,19 @@ class StdioBinding:
         self.process.send({"id": request_id, "op": op, **fields})
         # The timeout bounds the implementation's own time: the suite's, answering its callbacks, is not charged
         # to it. Endless callbacks still end, at CALLBACK_WALL timeouts of wall clock.
+        # What the suite's own plugins spend meanwhile (suite_seconds) is given back the same way.
         remaining, wall = self.process.timeout, time.monotonic() + self.process.timeout * CALLBACK_WALL
+        credited = self.suite_seconds()
         while True:
             waited = time.monotonic()
-            message = self.process.receive(deadline=min(waited + remaining, wall))
+            try:
+                message = self.process.receive(deadline=min(waited + remaining, wall))
+            except NoAnswer:
+                gained = self.suite_seconds() - credited
+                if gained <= 0 or time.monotonic() >= wall:
+                    raise
+                credited, remaining = credited + gained, remaining - (time.monotonic() - waited) + gained
+                continue
             remaining -= time.monotonic() - waited
             kind = "Callback" if "cb" in message else "Reply"  # FromShim is one of the two
             found = schemas.problems(f"{self.schema}#/$defs/{kind}", message)

@@ -582,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     for scratch in args.work_dir.glob("slot*"):
         shutil.rmtree(scratch, ignore_errors=True)
     mutation_report.write(args.report_dir, {"targets": targets, "results": results, "wall_seconds": round(wall),
+                                            "only": bool(args.only),
                                             "command": "python -m conformance.commands.mutation " + " ".join(argv),
                                             "stages": {t: [" ".join(s.args).replace(f"{REPO}/", "") + (f"  (lines matching {s.when})"
                                                                                       if s.when else "")

@@ -75,6 +75,8 @@ def merge(run: dict | None, previous: dict | None) -> dict:
         if previous is None:
             raise SystemExit("no report.json to rewrite: run the analysis first")
         return previous
+    if run.get("only") and previous is not None:
+        return _merge_only(run, previous)
     merged = {"generated": time.strftime("%Y-%m-%d %H:%M:%S %z"), "runs": {}, "mutants": []}
     kept = [] if previous is None else [m for m in previous["mutants"] if m["target"] not in run["targets"]]
     for target, info in (previous or {}).get("runs", {}).items():
@@ -85,6 +87,15 @@ def merge(run: dict | None, previous: dict | None) -> dict:
                                   "stages": run["stages"][target], "generated": merged["generated"]}
     merged["mutants"] = kept + run["results"]
     return merged
+
+
+def _merge_only(run: dict, previous: dict) -> dict:
+    """An --only run tried a few mutants again: their new results replace the old ones in place, every other
+    mutant and each target's run record stay as they were (a second look is no new run of the target)."""
+    fresh = {m["id"]: m for m in run["results"]}
+    mutants = [fresh.pop(m["id"], m) for m in previous["mutants"]]
+    return {**previous, "generated": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+            "mutants": mutants + list(fresh.values())}
 
 
 def summarize(data: dict, classes: dict[str, dict]) -> dict:

@@ -25,6 +25,11 @@ class Vector:
     at: str | None = None  # `ctxconf replay --at`: only the sub-run of a sweep this label names
     swept: bool = True     # False: only as written (the self-test over a binding whose transport is all at stake)
 
+    @property
+    def fresh(self) -> bool:
+        """Whether the case needs a process no earlier case configured (`fresh: true`)."""
+        return bool(self.doc.get("fresh"))
+
     def sub_runs(self) -> list[sweep.SubRun]:
         """The runs of this case: as written, then each value of each sweep (or only the one `at` names)."""
         return sweep.sub_runs(self.doc, self.at) if self.swept else [sweep.SubRun("", self.doc)]

@@ -71,12 +71,14 @@ class Connection:
         self.failed_launches = 0
         return binding
 
-    def run(self, result: CaseResult, play: Callable[[Binding], str | None]) -> CaseResult:
+    def run(self, result: CaseResult, play: Callable[[Binding], str | None], fresh: bool = False) -> CaseResult:
         """One case, for either role: a binding for it (or the case's error when none starts), the role's
         `play` (drive, judge, fill in `result`; it returns the error that cut the case short, if any),
         then the error path both roles share: the implementation's stderr with the error, and a binding
-        that erred is not used again."""
+        that erred is not used again. `fresh`: a binding no earlier case used, even one that reloads."""
         started = time.perf_counter()
+        if fresh:
+            self.discard()
         binding = self.binding_for(result)
         if binding is not None:
             error = play(binding)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
-from conformance.engine.kernel_judge import Judgment, Outcome, judge_crash, judge_failure, judge_reply
+from conformance.engine.kernel_judge import Judgment, Outcome, either, judge_crash, judge_failure, judge_reply
 from conformance.engine.results import Finding, HarnessProblem
 from conformance.engine.scenario import KernelScenario, Model
 from conformance.wire import errors, forms, tokens
@@ -114,6 +114,7 @@ def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Find
     called = {c.provider for c in transcript.load_calls + [c for t in transcript.turns for c in t.calls]
               if c.call != "CountTokens"}
     launches = transcript.plugins
+    cut_short = transcript.error is not None  # an op that errored (a timeout, say): the kernel was stopped mid-way
     findings = [HarnessProblem(f"the kernel called provider {name!r} without launching its plugin from the "
                                "command it was given (through the harness's own callbacks?): does load start "
                                "that command?", "load")
@@ -134,6 +135,8 @@ def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Find
         if "refused" in launch:
             continue  # it never served: nothing else about it to judge
         offered = 1 in launch["offers"]
+        if not offered and cut_short:
+            continue  # the suite stopped the kernel before it was done: what it never got to do shows nothing
         findings.append(Finding("K-CALLBACK-CHANNEL", offered, "the kernel never announced its callback service on "
                                 f"broker ID 1 (announced: {launch['offers'] or 'nothing'})", where))
         probe = launch["probe"]
@@ -148,7 +151,7 @@ def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Find
                 findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
                                         "model_ref said exact: true, though no tokenizer could have counted", where))
             findings += _judge_model_probe(launch["probe_model"], scenario, where)
-        if not launch["crashed"]:
+        if not launch["crashed"] and not cut_short:
             asked = "though it was sent" if launch["shutdown"] else "and was never sent"
             findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["exited"], "still running when the kernel had been "
                                     f"done with its configuration for 5s, {asked} GRPCController/Shutdown", where))
@@ -556,6 +559,8 @@ class TurnCheck:
             judgment = judge_failure(fake.name, prior, {"code": "UNREADABLE_REPLY"}, self.model, fake.compactor)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
+        if call.late and not call.hung:  # answered at the kernel's deadline: it may have timed out instead
+            judgment = either(judgment, judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"}, self.model))
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":
             again = [c for c in self.record.contributes() if c is not call and c.provider == call.provider
                      and c.request == call.request]

@@ -26,6 +26,7 @@ class CallRecord:
     hang: Hang | None = None     # set when the provider was scripted never to answer
     overlapped: bool = False     # a Contribute begun while another was still in flight
     crashed: bool = False        # the provider was scripted to die during the call (R-PLUGIN-CRASH)
+    late: bool = False           # its answer was ready at or past the kernel's deadline: it may have timed out
 
     @property
     def hung(self) -> bool:
@@ -74,6 +75,12 @@ class _Recorder:
         finally:
             with self._lock:
                 self._in_flight -= 1
+
+    def mark_late(self, call: str, provider: str | None) -> None:
+        """The transport saw the answer to this provider's latest such call come at the kernel's deadline."""
+        record = next((c for c in reversed(self.calls) if (c.call, c.provider) == (call, provider)), None)
+        if record is not None:
+            record.late = True
 
     def _answer(self, call: str, provider: str | None, request: dict, overlapped: bool) -> dict:
         record = CallRecord(call, provider, request, overlapped=overlapped)

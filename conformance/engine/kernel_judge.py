@@ -13,7 +13,7 @@ spec.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conformance.engine.matching import in_place
 from conformance.engine.scenario import FakeProvider, Model
@@ -161,6 +161,16 @@ def judge_failure(provider: str, prior: list[dict], error: dict, model: Model, c
         why, contains = f"a failure without a ContextError ({error.get('code')}) must be visible", ()
     return _misread(Judgment(provider, left_out(provider, prior, [needed]), blame="K-PRIOR-SECTIONS",
                              why=why, may_fail_turn=True, turn_error_contains=contains), prior, model)
+
+
+def either(answered: Judgment, timed_out: Judgment) -> Judgment:
+    """A call whose answer came at the kernel's deadline: the kernel may have taken the answer, or given up on
+    the provider as timed out (K-TIMEOUT). Content the answer must not bring in stays barred."""
+    contains = () if not (answered.turn_error_contains and timed_out.turn_error_contains) else \
+        (*answered.turn_error_contains, *timed_out.turn_error_contains)
+    return replace(answered, outcomes=[*answered.outcomes, *timed_out.outcomes],
+                   may_fail_turn=answered.may_fail_turn or timed_out.may_fail_turn, turn_error_contains=contains,
+                   why=f"{answered.why}; or, answered at the kernel's deadline, it timed out: {timed_out.why}")
 
 
 def raw_messages(error: dict) -> tuple[str, ...]:

@@ -76,4 +76,4 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
                 return sweep.named(run.label, transcript.error)
         return None
 
-    return connection.run(result, play)
+    return connection.run(result, play, fresh=vector.fresh)

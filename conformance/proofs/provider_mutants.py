@@ -892,3 +892,38 @@ class NearbyFilesUnderTheirFolder(LoadsNearTouchedFiles):
     def own_sections(self, text, budget, count):
         return [s if s["label"] == self.label else {**s, "provider": f"{self.NAME}:{Path(s['label']).parent}"}
                 for s in super().own_sections(text, budget, count)]
+
+
+
+def _unhandled(error: Exception) -> CallFailed:
+    """What a gRPC server answers for an exception its handler did not catch: UNKNOWN, no ContextError."""
+    return CallFailed("UNKNOWN", f"Exception calling application: {type(error).__name__}: {error}", None)
+
+
+@mutant("P-ERROR-CATEGORIZED", also=["C-CHAIN-FITS", "P-CONTEXT-ERROR-FIELDS", "P-ERROR-NOT-UNKNOWN"])
+class CompactorThresholdOnlyFromConfigure(Compactor):
+    """Has no history threshold until Configure gives it one: a Contribute that comes first with a conversation
+    longer than the kept tail fails as an unhandled exception, with no category."""
+
+    def history_due(self, req):
+        if not getattr(self, "configured", False) and len(req.get("conversation_history") or []) > self.KEEP_TAIL:
+            raise _unhandled(AttributeError("'CompactorThresholdOnlyFromConfigure' object has no attribute 'threshold'"))
+        return super().history_due(req)
+
+    def configure(self, request, call):
+        self.configured = True
+        return super().configure(request, call)
+
+
+@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS", "P-ERROR-NOT-UNKNOWN"])
+class CompactorDividesByTheCeiling(Compactor):
+    """Compares the history's share of the ceiling by dividing by it, so a model with an effective_ceiling of 0
+    and a conversation longer than the kept tail fails the Contribute as an unhandled exception."""
+
+    def history_due(self, req):
+        history = req.get("conversation_history") or []
+        try:
+            share = int(req.get("history_tokens", 0)) * 100 / int(req["model_target"]["effective_ceiling"])
+        except ZeroDivisionError as error:
+            raise _unhandled(error) from None
+        return len(history) > self.KEEP_TAIL and share > self.threshold

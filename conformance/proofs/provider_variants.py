@@ -15,10 +15,11 @@ from pathlib import Path
 from conformance.bindings.base import CallFailed
 from conformance.proofs import wire_forms
 from conformance.proofs.error_forms import ReshapesFailures, error_info
-from conformance.reference.compactor import Compactor
+from conformance.reference.compactor import Compactor, lead_sentence
 from conformance.reference.filereader import FileReader
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  longest_fitting, paragraphs, text_block)
+from conformance.wire.tokens import text_of
 
 VARIANTS: dict[str, type[ReferenceProvider]] = {}
 
@@ -480,3 +481,209 @@ class LoadsNearTouchedFiles(FileReader):
     def room(self, budget: int, sections: list[dict]) -> int:
         """What the sections so far leave of the budget, which covers them all (R-BUDGET-PER-PROVIDER)."""
         return budget - sum(s["tokens"] for s in sections)
+
+
+# --- the choices the mutation analysis' survivors take (docs/mutation/survivors.yaml) --------------------------
+
+@variant("asks CountTokens about the whole text and its leading runs of 1, 2, 4, ... paragraphs before it reduces, "
+         "counts it never uses", "kernel-callbacks.md#why-a-kernel-primitive-not-a-provider-local-heuristic")
+class CountsEveryLeadingRun(FileReader):
+    def own_section(self, text, budget, count):
+        pieces = paragraphs(text)
+        sizes = [2 ** i for i in range(len(pieces).bit_length())] + [len(pieces)] if pieces else []
+        for k in dict.fromkeys(sizes):  # which texts it counts is its own business; doubling keeps it cheap
+            count(text_block("\n\n".join(pieces[:k])))
+        return super().own_section(text, budget, count)
+
+
+@variant("keeps half the leading paragraphs that fit (at least one), and, when not even the first fits, half the "
+         "words of the last paragraph that fit", "R-SELF-REDUCE-CONTRIBUTES")
+class KeepsFewerParagraphs(FileReader):
+    def own_section(self, text, budget, count):
+        pieces = paragraphs(text)
+        fits = lambda t: count(text_block(t)) <= budget  # noqa: E731
+        if not pieces or fits("\n\n".join(pieces)):
+            return super().own_section(text, budget, count)
+        kept = longest_fitting(len(pieces) - 1, lambda k: fits("\n\n".join(pieces[:k])))
+        if kept:
+            final = "\n\n".join(pieces[:(kept + 1) // 2])
+        else:
+            last = pieces[-1]
+            ends = [match.end() for match in re.finditer(r"\S+", last)]
+            words = longest_fitting(len(ends), lambda w: fits(last[:ends[w - 1]]))
+            if not words:
+                return None
+            final = last[:ends[(words + 1) // 2 - 1]]
+        return self.section(self.label, final, count(text_block(final)), True)
+
+
+@variant("reduces by whole paragraphs only: no section when not even the first paragraph fits",
+         "R-SELF-REDUCE-CONTRIBUTES")
+class WholeParagraphsOnly(FileReader):
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        pieces = paragraphs(text)
+        return section if section and _leading_paragraphs(section, pieces) else None
+
+
+def _leading_paragraphs(section: dict, pieces: list[str]) -> bool:
+    """Whether the section's text is the first k paragraphs of the source, whole."""
+    return text_of(section["content"]) in {"\n\n".join(pieces[:k]) for k in range(1, len(pieces) + 1)}
+
+
+@variant("flags a section of whole leading paragraphs not truncated", "R-TRUNCATED-UNIT")
+class LeadingParagraphsUnflagged(FileReader):
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        if section and _leading_paragraphs(section, paragraphs(text)):
+            section["truncated"] = False
+        return section
+
+
+@variant("words every error message its own way and sets retryable the other way round",
+         "context/conformance.md#error-taxonomy")
+class OwnErrorWording(ReshapesFailures, FileReader):
+    def reshape(self, failure):
+        error = failure.context_error or {}
+        message = f"the file reader could not do it ({failure.message})"
+        return CallFailed(failure.code, message, {**error, "message": message,
+                                                  "retryable": not error.get("retryable")})
+
+
+@variant("calls itself by another name, version and language in the harness' hello",
+         "the harness protocol: the implementation names itself")
+class NamesItselfOtherwise(FileReader):
+    def hello(self, request, call):
+        return {**super().hello(request, call),
+                "implementation": {"name": "another-reader", "version": "0.0.0-variant", "language": "python3"}}
+
+
+def _declared_otherwise(capabilities: dict, budget: int) -> dict:
+    """The capabilities with another default budget, and config attributes with no description or default."""
+    attributes = [{k: v for k, v in a.items() if k not in ("description", "default_json")}
+                  for a in capabilities["config_schema"]["attributes"]]
+    return {**capabilities, "default_token_budget": budget, "config_schema": {"attributes": attributes}}
+
+
+@variant("declares another default budget, and config attributes without descriptions",
+         "context/protocol.md#getcapabilities")
+class DeclaresOtherwise(FileReader):
+    CAPABILITIES = _declared_otherwise(FileReader.CAPABILITIES, 1999)
+
+
+@variant("reads a file outside the root it is configured with, the root being its own notion",
+         "context/protocol.md#configure")
+class ReadsOutsideItsRoot(FileReader):
+    def resolve(self, root, path):
+        target = (Path(root).resolve() / path).resolve()
+        return target if target.is_file() else super().resolve(root, path)
+
+
+@variant("declares another default budget, and its threshold attribute without description or default_json",
+         "context/protocol.md#getcapabilities")
+class CompactorDeclaresOtherwise(Compactor):
+    CAPABILITIES = _declared_otherwise(Compactor.CAPABILITIES, 3999)
+
+
+@variant("cuts every lead sentence of its summaries to three words, and gives each merged line the lead of the "
+         "section's last paragraph", "context/data-types.md#ordering--chaining")
+class CompactorShortLeads(Compactor):
+    LEAD_WORDS = LINE_WORDS = 3
+
+    def first_lead(self, section):
+        runs = paragraphs(text_of(section["content"]))
+        return super().first_lead({**section, "content": text_block(runs[-1])}) if runs else super().first_lead(section)
+
+
+@variant("keeps every lead sentence of its summaries whole, however long", "context/data-types.md#ordering--chaining")
+class CompactorWholeLeads(Compactor):
+    LEAD_WORDS = LINE_WORDS = 10 ** 9
+
+
+@variant("summarizes every section of an over-budget chain at once, shorter or not, before it merges",
+         "context/data-types.md#ordering--chaining")
+class CompactorSummarizesEverySection(Compactor):
+    def fit_chain(self, prior, budget, count):
+        if self.total(prior, count) <= budget:
+            return prior
+        for kept in (None, 1):
+            chain = [self.summarized(section, kept, count) for section in prior]
+            if self.total(chain, count) <= budget:
+                return chain
+        return self.merged(prior, budget, count)
+
+    def summarized(self, section, kept, count):
+        leads = [lead_sentence(p, self.LEAD_WORDS) for p in paragraphs(text_of(section["content"]))]
+        summary = text_block(f"Summary of {section['label']}: " + " ".join(leads[:kept]))
+        return {**section, "content": summary, "tokens": count(summary), "truncated": True}
+
+
+@variant("drops an over-budget chain whole where summaries of its sections would fit, and merges it where they "
+         "would not", "context/data-types.md#ordering--chaining")
+class CompactorDropsRatherThanSummarizes(Compactor):
+    def fit_chain(self, prior, budget, count):
+        fitted = super().fit_chain(prior, budget, count)
+        summarized = fitted is not prior and not (len(fitted) == 1 and fitted[0]["label"] == self.MERGED_LABEL)
+        return [] if summarized else fitted
+
+
+@variant("fits its merged section one token under the budget", "context/data-types.md#ordering--chaining")
+class CompactorMergesWithHeadroom(Compactor):
+    def merged(self, prior, budget, count):
+        return super().merged(prior, budget - 1, count)
+
+
+@variant("merges a chain into one section of its own even when it already fits", "R-COMPACTOR-WITHOUT-PRESSURE")
+class CompactorMergesWithoutPressure(Compactor):
+    def fit_chain(self, prior, budget, count):
+        return self.merged(prior, budget, count) if prior else prior
+
+
+@variant("drops every section of a chain that already fits", "R-COMPACTOR-WITHOUT-PRESSURE")
+class CompactorDropsAChainThatFits(Compactor):
+    def fit_chain(self, prior, budget, count):
+        return [] if self.total(prior, count) <= budget else super().fit_chain(prior, budget, count)
+
+
+@variant("flags neither its summaries nor its merged section truncated", "R-TRUNCATED-UNIT")
+class CompactorFlagsNoSummaryTruncated(Compactor):
+    def summarized(self, section, kept, count):
+        summary = super().summarized(section, kept, count)
+        return summary if summary is section else {**summary, "truncated": False}
+
+    def merged(self, prior, budget, count):
+        return [{**section, "truncated": False} for section in super().merged(prior, budget, count)]
+
+
+@variant("rewrites the conversation on every firing with messages older than its kept tail, whatever "
+         "history_tokens says", "context/protocol.md#session-wide-conversation-compaction")
+class CompactorRewritesWheneverItCan(Compactor):
+    def history_due(self, req):
+        return len(req.get("conversation_history") or []) > self.KEEP_TAIL
+
+
+@variant("keeps the last three messages verbatim when it rewrites the conversation",
+         "context/protocol.md#session-wide-conversation-compaction")
+class CompactorKeepsLongerTail(Compactor):
+    KEEP_TAIL = 3
+
+
+@variant("reads nothing of its configuration, accepting any, and compacts the conversation at its own 60 %",
+         "context/protocol.md#configure")
+class CompactorIgnoresItsConfig(Compactor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.threshold = 60
+
+    def configure(self, request, call):
+        return {}
+
+
+@variant("accepts history_threshold_percent from 1 to 150 only", "context/protocol.md#configure")
+class CompactorOwnThresholdRange(Compactor):
+    def configure(self, request, call):
+        value = (request.get("config") or {}).get("history_threshold_percent", 50)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 150:
+            raise context_failure("invalid_request", "history_threshold_percent must be a number from 1 to 150")
+        self.threshold = value
+        return {}
