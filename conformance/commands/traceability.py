@@ -272,6 +272,12 @@ def render(found: Trace) -> str:
              f"{len(found.listed)} listed as unclaimed"
              + (f" ({', '.join(f'{n} {r}' for r, n in sorted(by_reason.items()))})" if by_reason else "")
              + f"; {len(found.neither)} neither"]
+    # A sentence that only names a keyword (informative), or binds a party other than a kernel, provider or
+    # compactor of this protocol (out of scope), is no obligation to claim: the second figure leaves them out.
+    binding = total - by_reason.get("informative", 0) - by_reason.get("out of scope", 0)
+    if binding != total:
+        lines.append(f"  of those binding a party of this protocol (the informative and out-of-scope ones aside): "
+                     f"{claimed}/{binding} ({100.0 * claimed / binding if binding else 100.0:.1f} %)")
     for document in sorted({s.anchor.partition('#')[0] for s in found.keyword_sentences}):
         mine = [s for s in found.keyword_sentences if s.anchor.startswith(document + "#")]
         lines.append(f"  {document:<40} {sum(1 for s in mine if s.fingerprint in found.claims):>3}/{len(mine)}")
