@@ -5,7 +5,8 @@
 
 It behaves as a plugin must: it refuses to serve without the magic cookie and
 protocol version, prints the handshake line, serves ContextService with
-go-plugin's own services, and stops on GRPCController/Shutdown. Each
+go-plugin's own services, and stops on GRPCController/Shutdown (or, with
+--ignore-stop, hears it and goes on until it is killed). Each
 ContextService call is relayed, deadline and cancellation included, to the
 suite's fake provider at --relay, which answers from the case's script; a
 scripted crash makes the process exit on the spot. On its first Contribute it
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--report", required=True, help="JSON lines file for what this plugin observes")
     parser.add_argument("--cookie", default="=".join(DEFAULT_COOKIE), help="KEY=VALUE the host must set")
     parser.add_argument("--probe-model", default="", help="PROVIDER/ID of a model to count the probe for too")
+    parser.add_argument("--ignore-stop", action="store_true",
+                        help="hear Shutdown and SIGTERM but keep running, as a hung plugin does: only a kill ends it")
     args = parser.parse_args(argv)
     cookie = parse_cookie(args.cookie)
     observe = Observer(args.report)
@@ -165,13 +168,14 @@ def main(argv: list[str] | None = None) -> int | None:
         observe("refused", why=problem)
         return 1
     stopping = threading.Event()
+    asked = threading.Event() if args.ignore_stop else stopping  # what a request to stop sets
     # A SIGTERM asks it to stop as Shutdown does (the drain before a kill); a SIGKILL is not asking.
-    signal.signal(signal.SIGTERM, lambda *_: (observe("terminated"), stopping.set()))
+    signal.signal(signal.SIGTERM, lambda *_: (observe("terminated"), asked.set()))
     callbacks = CallbackChannel(observe, args.probe_model)
     channel = grpc.insecure_channel(args.relay, options=CHANNEL_OPTIONS)
     relay = Relay(context_pb2_grpc.ContextServiceStub(channel), callbacks, observe)
     grpc_server = serve(lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(relay, s),
-                        stopping, callbacks.on_offer, lambda: observe("shutdown"))
+                        asked, callbacks.on_offer, lambda: observe("shutdown"))
     observe("serving", startup_seconds=process_tree.age())  # the suite's own cost, which the kernel's timeout does not bear
     stopping.wait()
     grpc_server.stop(grace=0.2).wait()  # the host's broker and stdio streams stay open until it lets go

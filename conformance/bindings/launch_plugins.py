@@ -129,6 +129,8 @@ class LaunchingKernel:
         self.loads += 1
         self.reports, providers = [], []
         for index, declared in enumerate(config["providers"]):
+            declared = dict(declared)
+            behaviour = declared.pop("plugin", {})  # the suite's, for the fake plugin: never shown to the kernel
             report = self.sockets.path / f"load{self.loads}-{index}.jsonl"
             report.touch()
             self.reports.append(report)
@@ -138,6 +140,8 @@ class LaunchingKernel:
             counted = next((m for m in config.get("models", []) if m.get("count_tokens")), None)
             if counted:  # a count through the kernel for a model with a tokenizer (K-COUNT-RESOLUTION)
                 command += ["--probe-model", f"{counted.get('provider', '')}/{counted['id']}"]
+            if behaviour.get("ignores_stop"):
+                command.append("--ignore-stop")
             providers.append({**declared, "command": command})
         return {**config, "providers": providers}
 

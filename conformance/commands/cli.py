@@ -4,7 +4,8 @@
     ctxconf provider [--python MOD:FACTORY | --stdio CMD] --manifest FILE [--report FILE] ...
     ctxconf replay FILE [--at FIELD=VALUE] [--python ... | --stdio ...] [--manifest FILE]
     ctxconf selftest [--profile ci] [--shard K/N --report FILE]
-    ctxconf requirements [--spec DIR]
+    ctxconf requirements [--spec DIR [--accept]]
+    ctxconf errata [--format md|json] [--out DIR|FILE] [--matrix REPORT]
     ctxconf explain ID
     ctxconf diff A.json B.json [--markdown]
     ctxconf matrix [FILE.yaml] [--html FILE] [--markdown FILE] [--json FILE] [--shard K/N]
@@ -176,12 +177,34 @@ def _parser() -> argparse.ArgumentParser:
 
     reqs = commands.add_parser("requirements", help="print the coverage matrix; fail on gaps",
                                description="Print the requirements coverage matrix. Exits 1 when a testable "
-                               "MUST/MUST NOT/SHOULD has no vector, or (with --spec) an anchor is missing.")
-    reqs.add_argument("--spec", type=Path, metavar="DIR", help="a copy of docs/specifications to check anchors against")
+                               "MUST/MUST NOT/SHOULD has no vector, or (with --spec) an anchor is missing, a keyword "
+                               "sentence is neither claimed by a requirement nor listed as unclaimed, a claimed "
+                               "sentence is not in the spec, or a sentence something depends on changed since the "
+                               "ledger's record (docs/traceability.md).")
+    reqs.add_argument("--spec", type=Path, metavar="DIR", help="a copy of docs/specifications to check anchors, "
+                      "sentences and drift against")
+    reqs.add_argument("--accept", action="store_true", help="with --spec: record that the drift was reviewed (claims "
+                      "follow their changed sentences, claims of removed ones are dropped, the ledger records the copy)")
+    reqs.add_argument("--catalog", type=Path, metavar="DIR", help="a folder holding requirements.yaml, rulings.yaml "
+                      "and sentences.yaml (default: the bundled catalog)")
     reqs.add_argument("--role", choices=("kernel", "provider", "all"), default="all",
                       help="which side's gaps fail the gate (default: all)")
     reqs.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
     reqs.set_defaults(func=_requirements)
+
+    errata = commands.add_parser("errata", help="write each ruling up as a proposed clarification of the spec",
+                                 description="Turn every ruling into a proposed clarification for the spec's "
+                                 "repository: the passages involved (anchors with links, sentences by fingerprint, "
+                                 "in the suite's words), the question, what the text leaves open, the reading the "
+                                 "suite applies and the readings it accepts; with --matrix, what implementations "
+                                 "were observed to do (docs/traceability.md).")
+    errata.add_argument("--format", choices=("md", "json"), default="md", help="Markdown or JSON (default: md)")
+    errata.add_argument("--out", metavar="DIR|FILE", help="one document in FILE, or one file per spec "
+                        "anchor in DIR (an existing folder, or a path ending in /); default: the document on stdout")
+    errata.add_argument("--matrix", type=Path, metavar="REPORT", help="a ctxconf matrix --json report: add what each "
+                        "implementation did")
+    errata.add_argument("--vectors", type=Path, metavar="DIR", help="vector folder (default: the bundled vectors)")
+    errata.set_defaults(func=_errata)
     return parser
 
 
@@ -421,17 +444,56 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _requirements(args: argparse.Namespace) -> int:
-    from conformance.commands import coverage
-    catalog = catalog_mod.load()
+    from conformance.commands import coverage, traceability
+    from conformance.data import vectors as vectors_mod
+    if args.accept and not args.spec:
+        raise InputError("--accept", "needs --spec DIR, the copy of the spec whose drift was reviewed")
+    files = _catalog_files(args.catalog)
+    catalog = catalog_mod.load(files["requirements"], files["rulings"])
     matrix = coverage.build(catalog, certify.vectors_dir(args))
     print(coverage.render(matrix))
     roles = tuple(b for name, role in certify.ROLES.items() if args.role in (name, "all") for b in role.binds)
     problems = coverage.gaps(matrix, roles)
     if args.spec:
-        if not args.spec.is_dir():
-            raise InputError(str(args.spec), "not a directory")
+        vectors = [v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog, certify.vectors_dir(args))]
+        found = traceability.check_spec(catalog, files["sentences"], args.spec, vectors)
+        if args.accept:
+            for line in traceability.accept(found, files):
+                print(f"accepted: {line}")
+            catalog_mod.load.cache_clear()
+            catalog = catalog_mod.load(files["requirements"], files["rulings"])
+            found = traceability.check_spec(catalog, files["sentences"], args.spec, vectors)
+        print(traceability.render(found))
         problems += [f"anchor not in the spec: {m}" for m in catalog_mod.missing_anchors(catalog, args.spec)]
         problems += [f"a ruling's quote is not in the spec: {m}" for m in catalog_mod.misquoted(catalog, args.spec)]
+        problems += found.problems
     for problem in problems:
         print(f"GAP: {problem}", file=sys.stderr)
     return Exit.FAILED if problems else Exit.OK
+
+
+def _errata(args: argparse.Namespace) -> int:
+    from conformance.commands import errata
+    from conformance.data import ledger, paths, vectors as vectors_mod
+    catalog = catalog_mod.load()
+    matrix = errata.load_matrix(args.matrix) if args.matrix else None
+    vectors = [v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog, certify.vectors_dir(args))]
+    document = errata.build(catalog, ledger.load(paths.SENTENCES), vectors, matrix)
+    out = Path(args.out) if args.out else None
+    per_file = out is not None and (out.is_dir() or args.out.endswith(("/", os.sep)))
+    for path, text in errata.write(document, args.format, out, per_file):
+        if path is None:
+            print(text, end="")
+        else:
+            _write(path, text)
+            print(f"wrote {path}", file=sys.stderr)
+    return Exit.OK
+
+
+def _catalog_files(folder: Path | None) -> dict[str, Path]:
+    from conformance.data import paths
+    if folder is None:
+        return {"requirements": paths.REQUIREMENTS, "rulings": paths.RULINGS, "sentences": paths.SENTENCES}
+    if not folder.is_dir():
+        raise InputError(str(folder), "not a directory")
+    return {name: folder / f"{name}.yaml" for name in ("requirements", "rulings", "sentences")}

@@ -33,6 +33,7 @@ class Requirement:
     note: str = ""
     retired: bool = False
     exercised_when: str = ""  # a behaviour the implementation may never show; only then is this judged
+    sentences: tuple[str, ...] = ()  # fingerprints of the spec sentences it encodes (conformance/data/sentences.py)
 
     @property
     def normative(self) -> bool:
@@ -54,6 +55,7 @@ class Ruling:
     tests: str
     readings: tuple[dict, ...] = ()   # each reading of the text: {reading, accepted, proof}
     forbids: tuple[dict, ...] = ()    # a strict ruling's quotes of the text ruling out the others: {anchor, quote}
+    sentences: tuple[str, ...] = ()   # fingerprints of the sentences it rests on; () for all those at its anchors
 
 
 @dataclass(frozen=True)
@@ -82,9 +84,11 @@ def load(requirements: Path = paths.REQUIREMENTS, rulings: Path = paths.RULINGS)
     rul_doc = read_yaml(rulings)
     check("catalog.json#/$defs/Rulings", rul_doc, str(rulings))
     _unique(rul_doc["rulings"], str(rulings))
-    reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ()))}) for r in req_doc["requirements"]}
+    reqs = {r["id"]: Requirement(**{**r, "also": tuple(r.get("also", ())), "sentences": tuple(r.get("sentences", ()))})
+            for r in req_doc["requirements"]}
     ruls = {r["id"]: Ruling(**{**r, "anchors": tuple(r["anchors"]), "readings": tuple(r.get("readings", ())),
-                               "forbids": tuple(r.get("forbids", ()))}) for r in rul_doc["rulings"]}
+                               "forbids": tuple(r.get("forbids", ())), "sentences": tuple(r.get("sentences", ()))})
+            for r in rul_doc["rulings"]}
     return Catalog(req_doc["spec_revision"], reqs, ruls)
 
 

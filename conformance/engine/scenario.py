@@ -45,6 +45,7 @@ class FakeProvider:
     token_budget_override: int | None = None
     config: dict = field(default_factory=dict)
     script: tuple[dict, ...] = ()
+    plugin: dict = field(default_factory=dict)  # how its fake plugin behaves, in the plugin-launching mode
 
     @property
     def compactor(self) -> bool:
@@ -100,7 +101,8 @@ class KernelScenario:
     def load_config(self) -> dict:
         config = {
             "providers": [{"name": p.name, "token_budget_override": p.token_budget_override,
-                           "config": p.config} for p in self.providers],
+                           "config": p.config} | ({"plugin": p.plugin} if p.plugin else {})
+                          for p in self.providers],
             "models": [{"id": m.id, "provider": m.provider, "context_window": m.context_window,
                         "reserved_output": m.reserved_output, "system_overhead": m.system_overhead,
                         "count_tokens": m.count_tokens} for m in self.models],
@@ -121,7 +123,7 @@ def from_vector(doc: dict) -> KernelScenario:
                    for m in setup["models"])
     providers = tuple(FakeProvider(p["name"], forms.normalize("ContextCapabilities", p["capabilities"]),
                                    p.get("token_budget_override"), p.get("config", {}),
-                                   tuple(p.get("script", ())))
+                                   tuple(p.get("script", ())), p.get("plugin", {}))
                       for p in setup["providers"])
     turns, assembles = [], 0
     for turn in doc["turns"]:

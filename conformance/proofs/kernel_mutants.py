@@ -22,9 +22,10 @@ import re
 import threading
 
 from conformance.bindings.base import CallFailed
+from conformance.proofs import wire_forms
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.reference.plugin_host import PluginFleet
-from conformance.wire import errors, forms, tokens
+from conformance.wire import errors, tokens
 
 MUTANTS: dict[str, type[ReferenceKernel]] = {}
 
@@ -200,6 +201,17 @@ class NoStabilityWarning(ReferenceKernel):
 
     def stability_warning(self):
         return None
+
+
+@mutant("KC-STABILITY-ORDER-WARN")
+class UndeclaredStabilityIsStatic(ReferenceKernel):
+    """Lints a provider that declares no stability as a static one, so one behind a dynamic provider is warned."""
+
+    def stability_warning(self):
+        for provider in self.providers:
+            if provider.stability == "STABILITY_UNSPECIFIED":
+                provider.capabilities = {**provider.capabilities, "stability": "STABILITY_STATIC"}
+        return super().stability_warning()
 
 
 # --- requests --------------------------------------------------------------------------------
@@ -716,6 +728,14 @@ class NormalizesLineEndings(ReferenceKernel):
 
 # --- scope ---------------------------------------------------------------------------------------------
 
+@mutant("K-PRIOR-SECTIONS")
+class NothingNewIsOutOfScope(ReferenceKernel):
+    """Counts a reply that adds no section of its own (the prior chain handed back) as a scope violation."""
+
+    def in_scope(self, provider, chain, sections):
+        return len(sections) > len(chain) and super().in_scope(provider, chain, sections)
+
+
 @mutant("K-SCOPE-DISCARD", also=["K-SCOPE-LOG"])
 class LetsProvidersSignForLaterOnes(ReferenceKernel):
     """Takes sections a provider signs with the name of a provider declared after it for its own (and so reports
@@ -898,11 +918,7 @@ class SkipsUnreadableRepliesSilently(ReferenceKernel):
 
     def contribute(self, provider, request, call):
         reply = super().contribute(provider, request, call)
-        try:
-            forms.normalize("ContextContribution", reply)
-        except forms.WireFormError:
-            return {"sections": request["prior_sections"]}
-        return reply
+        return reply if wire_forms.readable("ContextContribution", reply) else {"sections": request["prior_sections"]}
 
 
 @mutant("K-TRANSFORM-ERROR-SURFACED", also=["K-ERR-UNKNOWN-RAW-MESSAGE"])  # an empty error carries no raw message
@@ -1185,6 +1201,19 @@ class LeavesPluginsRunning(ReferenceKernel):
 
     def close_plugins(self):
         self.fleet = None
+
+
+def _ask_and_never_kill(fleet) -> None:
+    for plugin in fleet.plugins.values():
+        plugin.ask_to_stop()  # the drain; a plugin that does not heed it is left to run
+    fleet.callbacks.stop(grace=None)
+    fleet.sockets.remove()
+
+
+@mutant("K-PLUGIN-SHUTDOWN", launches_plugins=True)
+class NeverKillsItsPlugins(ReferenceKernel):
+    """Asks its plugins to stop and leaves it at that: one that does not stop when asked is never killed."""
+    plugin_fleet = _fleet(close=_ask_and_never_kill)
 
 
 @mutant("K-ERR-SOURCE-UNAVAILABLE", launches_plugins=True)

@@ -189,9 +189,9 @@ class RollsBackFailedTurns(FailsTurnOnUnsettledFailures):
         return result
 
 
-@variant("stops the chain at an unsettled failure and goes on with the chain as it stood, reporting it",
-         "R-ERROR-ISOLATION")
-class AbortsChainOnUnsettledFailures(ReferenceKernel):
+class _EndsChainEarly(ReferenceKernel):
+    """No provider is called after the one a subclass names in stop_after; the chain stands as it was."""
+
     def run_chain(self, turn, model, session, diagnostics, call):
         self.stop_after = None
         return super().run_chain(turn, model, session, diagnostics, call)
@@ -202,10 +202,24 @@ class AbortsChainOnUnsettledFailures(ReferenceKernel):
                 return
             yield provider
 
+
+@variant("stops the chain at an unsettled failure and goes on with the chain as it stood, reporting it",
+         "R-ERROR-ISOLATION")
+class AbortsChainOnUnsettledFailures(_EndsChainEarly):
     def on_failure(self, provider, failure):
         if errors.category_of(failure.context_error) not in errors.ISOLATING:
             self.stop_after = provider.name
         return super().on_failure(provider, failure)
+
+
+@variant("stops the chain at a reply it cannot read, reporting it, and goes on with the chain as it stood",
+         "R-ERROR-ISOLATION")
+class AbortsChainOnUnreadableReplies(_EndsChainEarly):
+    def contribute(self, provider, request, call):
+        reply = super().contribute(provider, request, call)
+        if not wire_forms.readable("ContextContribution", reply):
+            self.stop_after = provider.name  # the reference reports it when it reads the reply in turn
+        return reply
 
 
 @variant("fails the turn when a compactor's chain is over its budget", "R-COMPACTOR-OVER-BUDGET")
@@ -467,11 +481,86 @@ class KeepsPluginsUntilStop(ReferenceKernel):
         return super().stop(request, call)
 
 
+def _fleet_with(**overrides) -> staticmethod:
+    """A plugin_fleet hook: the reference kernel's plugin host with the given methods its own."""
+    from conformance.reference.plugin_host import PluginFleet  # grpc is loaded only for this mode
+    return staticmethod(lambda: type("VariantFleet", (PluginFleet,), overrides))
+
+
+def _without_tmpdir(fleet, cookie):
+    from conformance.reference.plugin_host import PluginFleet
+    return {k: v for k, v in PluginFleet.plugin_env(fleet, cookie).items() if k != "TMPDIR"}
+
+
+@variant("hands its plugins a smaller environment allowlist (no TMPDIR)", "architecture.md#transport", plugins=True)
+class SmallerPluginAllowlist(ReferenceKernel):
+    plugin_fleet = _fleet_with(plugin_env=_without_tmpdir)
+
+
+def _deadline_of_its_own(fleet, declared, count_tokens, hook_timeout_ms, *rest):
+    from conformance.reference.plugin_host import PluginFleet
+    PluginFleet.__init__(fleet, declared, count_tokens, hook_timeout_ms, *rest)
+    # A default of its own when the config sets none; longer than the reference's 10 s for set-up calls, which
+    # then get it too: how patient a kernel is with a plugin's set-up calls is its own choice as well.
+    fleet.deadline = (hook_timeout_ms or 12000) / 1000
+
+
+@variant("a default Contribute deadline of its own when the configuration sets no hook_timeout_ms, which its "
+         "set-up calls share",
+         "agent-loop/hook-dispatch.md#timeout-behavior", plugins=True)
+class OwnDefaultHookTimeout(ReferenceKernel):
+    plugin_fleet = _fleet_with(__init__=_deadline_of_its_own)
+
+
+def _close_after_a_short_grace(fleet):
+    import subprocess
+    from conformance.reference.plugin_host import PluginFleet
+    for plugin in fleet.plugins.values():
+        plugin.ask_to_stop()
+    for plugin in fleet.plugins.values():  # drain, then kill after a grace of its own
+        try:
+            plugin.process.wait(0.5)
+        except subprocess.TimeoutExpired:
+            plugin.process.kill()
+    PluginFleet.close(fleet)  # the rest of the reference's teardown; its plugins are gone already
+
+
+@variant("kills a plugin that has not stopped after a shorter grace period than the reference's",
+         "R-PLUGIN-LIFETIME", plugins=True)
+class ShorterKillGrace(ReferenceKernel):
+    plugin_fleet = _fleet_with(close=_close_after_a_short_grace)
+
+
+def _close_leaving_the_socket_directory(fleet):
+    from conformance.reference.plugin_host import PluginFleet
+    fleet.sockets.remove = lambda: None  # the directory, under its TMPDIR, stays for the OS to clear
+    PluginFleet.close(fleet)
+
+
+@variant("leaves the socket directory it made for its plugins behind when it closes them", "architecture.md#transport",
+         plugins=True)
+class LeavesItsSocketDirectory(ReferenceKernel):
+    plugin_fleet = _fleet_with(close=_close_leaving_the_socket_directory)
+
+
 # --- the harness surface ----------------------------------------------------------------------
 
 @variant("offers no optional feature: no count_tokens op, no reload", "the harness protocol: features are optional")
 class NoOptionalFeatures(ReferenceKernel):
     FEATURES: list[str] = []
+
+
+@variant("names itself otherwise in hello (another name and language)",
+         "the harness protocol: the implementation names itself")
+class AnotherKernelName(ReferenceKernel):
+    IMPLEMENTATION = {**ReferenceKernel.IMPLEMENTATION, "name": "another-kernel", "language": "another-language"}
+
+
+@variant("diagnostics of a kind of its own and without the optional label", "R-LOG-AS-DIAGNOSTIC")
+class OwnDiagnosticKinds(ReferenceKernel):
+    @staticmethod
+    def diagnostic(provider, category, message, section=None, kind="rejected"):
+        return {"kind": "context-note", "provider": provider.name, "category": category, "message": message}
 
 
 @variant("asks every provider for its capabilities before configuring any", "context/protocol.md#configure")

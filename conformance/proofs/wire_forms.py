@@ -31,3 +31,12 @@ def with_unknown_fields(type_name: str, data: dict) -> dict:
 
 def each(form, type_name: str, items: list[dict]) -> list[dict]:
     return [form(type_name, item) for item in items]
+
+
+def readable(message: str, value: dict) -> bool:
+    """Whether a reply reads as that protobuf message at all (the kernel's forms.normalize accepts it)."""
+    try:
+        forms.normalize(message, value)
+    except forms.WireFormError:
+        return False
+    return True
