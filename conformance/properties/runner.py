@@ -74,8 +74,10 @@ class PropertyRun:
             options["max_examples"] = self.examples
         phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.target] if TARGETED[self.profile] else []) \
             + ([Phase.shrink] if self.shrink else [])
+        # A run that shrinks reports one counterexample: looking on for other bugs after the first is bounded by
+        # hypothesis in seconds of wall clock, so what it found, and so the report, would depend on the load.
         return hsettings(database=None, deadline=None, phases=phases, print_blob=False, verbosity=Verbosity.quiet,
-                         suppress_health_check=list(HealthCheck), **options)
+                         suppress_health_check=list(HealthCheck), report_multiple_bugs=not self.shrink, **options)
 
 
 class _Failed(Exception):
