@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     previous = {signum: signal.signal(signum, _terminate) for signum in UNWIND_SIGNALS
                 if threading.current_thread() is threading.main_thread()}  # only the main thread may
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # here, not at exit: a reader gone by then (| head) is a BrokenPipeError caught below
+        return code
     except BrokenPipeError:  # the reader stopped (| head): nothing left to say to it, and no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return Exit.OK
