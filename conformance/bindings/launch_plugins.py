@@ -109,7 +109,10 @@ class LaunchingKernel:
         long it took; one still starting has taken its age so far) and its fake providers answering them."""
         served = {launch["pid"]: launch["startup_seconds"] for report in self.reports for launch in _read(report)
                   if "startup_seconds" in launch}
-        starting = {pid: age for pid, age in process_tree.ages_of(str(self.sockets.path)).items() if pid not in served}
+        # This load's plugins only (their reports are named load<N>-<i>): one kept from an earlier load has long
+        # served, and its age would give the kernel back time forever.
+        this_load = str(self.sockets.path / f"load{self.loads}-")
+        starting = {pid: age for pid, age in process_tree.ages_of(this_load).items() if pid not in served}
         return sum(served.values()) + sum(starting.values()) + self.relay.answering_seconds
 
     def _direct(self, on_callback: OnCallback) -> OnCallback:
