@@ -747,11 +747,12 @@ class LetsProvidersSignForLaterOnes(ReferenceKernel):
         return sections[:n] == chain and all(s["provider"] in later for s in sections[n:])
 
 
-@mutant("K-PRIOR-SECTIONS", also=["K-NON-TEXT-REJECT"])
+@mutant("K-PRIOR-SECTIONS", also=["K-NON-TEXT-REJECT", "K-BUDGET-REJECT", "K-BUDGET-VALIDATE"])
 class ForeignRewriteWipesTheChain(ReferenceKernel):
     """Throws the whole chain away, not just the reply, when a non-compactor returns rewritten_history. Where
-    that reply also holds a non-text section, the chain it leaves is none a non-text outcome accepts either, and
-    the judge charges that rule."""
+    that reply also falls under another rule (a non-text section, sections over the budget, figures that
+    understate them), the chain it leaves is none that rule's outcomes accept either, and the judge charges
+    that rule."""
 
     def on_foreign_rewrite(self, provider, chain, reply, session, diagnostics):
         super().on_foreign_rewrite(provider, chain, reply, session, diagnostics)
