@@ -180,10 +180,11 @@ class Checker:
                      "a CountTokens request held a non-text block", where)
         if record.failure is not None:
             self.check_failure(record, where)
-        elif record.result is not None:
+        elif record.result is not None and record.probe is None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
         self.findings += expectations(record, self, where)
-        self.remember(record)
+        if record.probe is None:  # what a provider makes of a value it coerced is its own (R-CONFIG-OFF-SCHEMA)
+            self.remember(record)
 
     def remember(self, record: StepRecord) -> None:
         """What later steps of the case are judged against (R-EAGER-SOURCE)."""

@@ -175,6 +175,33 @@ class BareConfigureError(FileReader):
             raise CallFailed("INVALID_ARGUMENT", failure.message) from None
 
 
+@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS"])
+class ReaderCrashesOnOffSchemaValue(FileReader):
+    """Fails a root or path that is not a string with a bare internal status, as an unhandled type error
+    would surface: a value off its own schema left unanswered (R-CONFIG-OFF-SCHEMA)."""
+
+    def configure(self, request, call):
+        config = request.get("config") or {}
+        if any(key in config and not isinstance(config[key], str) for key in ("root", "path")):
+            raise CallFailed("INTERNAL", "unsupported operand type(s)")
+        return super().configure(request, call)
+
+
+@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS"])
+class CompactorStoresAnyThreshold(Compactor):
+    """Takes any history_threshold_percent at Configure, and fails the first firing that compares a
+    threshold that is not a number with a bare internal status (R-CONFIG-OFF-SCHEMA)."""
+
+    def configure(self, request, call):
+        self.threshold = (request.get("config") or {}).get("history_threshold_percent", 50)
+        return {}
+
+    def history_due(self, req):
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
+            raise CallFailed("INTERNAL", f"cannot compare with {self.threshold!r}")
+        return super().history_due(req)
+
+
 # --- the chain ------------------------------------------------------------------------------
 
 @mutant("P-OWN-SECTIONS-ONLY")

@@ -337,6 +337,16 @@ class CompactorMergesAll(Compactor):
         return prior if self.total(prior, count) <= budget else self.merged(prior, budget, count)
 
 
+@variant("takes any history_threshold_percent: a number clamped to 0..100, anything else read as the default 50",
+         "R-CONFIG-OFF-SCHEMA")
+class CompactorCoercesThreshold(Compactor):
+    def configure(self, request, call):
+        value = (request.get("config") or {}).get("history_threshold_percent", 50)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        self.threshold = min(max(value, 0), 100) if number else 50
+        return {}
+
+
 @variant("answers a token_budget of 0 with an invalid_request error", "R-UNSERVABLE-REQUEST")
 class CompactorRefusesZeroBudget(Compactor):
     def contribute(self, request, call):
