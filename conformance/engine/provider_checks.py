@@ -20,6 +20,7 @@ COVERS = frozenset({
     "P-SECTION-LABEL", "P-SECTION-PROVIDER", "P-SECTION-STABILITY", "P-TEXT-ONLY", "P-WITHIN-BUDGET",
     "P-TOKENS-COUNTTOKENS", "P-COUNTTOKENS-TEXT-ONLY", "P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS",
     "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TRUNCATED-FLAG", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
+    "C-REWRITTEN-HISTORY-MESSAGES",
 })
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
@@ -345,6 +346,8 @@ class Checker:
         if reply["rewritten_history"]:
             problems = history_problems(request, reply)
             self.add("C-REWRITTEN-HISTORY-TEXT", not problems, "; ".join(problems), where)
+            malformed = message_problems(request, reply)
+            self.add("C-REWRITTEN-HISTORY-MESSAGES", not malformed, "; ".join(malformed), where)
 
     def note_reduction(self, record: StepRecord, prior: list[dict], sections: list[dict], budget: int) -> None:
         """R-SUMMARIZE-EVIDENCE: when the reply reduced a prior chain over a budget with room for a summary,
@@ -467,6 +470,24 @@ def history_problems(request: dict, reply: dict) -> list[str]:
     foreign = [b for m in reply["rewritten_history"] for b in m["content"]
                if not tokens.is_text_only([b]) and b not in received]
     return [f"rewritten_history holds {len(foreign)} non-text block(s) it was never sent"] if foreign else []
+
+
+WRITABLE_ROLES = ("ROLE_USER", "ROLE_ASSISTANT")  # content.v1.Role but its unset value (there is no SYSTEM)
+
+
+def message_problems(request: dict, reply: dict) -> list[str]:
+    """C-REWRITTEN-HISTORY-MESSAGES: every message of rewritten_history that is not one it was sent, as sent,
+    is a Message a model call can carry: a role of the enum, and content that is not empty (some block that
+    is not an empty text)."""
+    problems = []
+    for i, message in enumerate(reply["rewritten_history"]):
+        if message in request["conversation_history"]:
+            continue  # copied as it came: the kernel's own message
+        if message.get("role") not in WRITABLE_ROLES:
+            problems.append(f"rewritten_history[{i}] has role {message.get('role') or 'ROLE_UNSPECIFIED'}")
+        if not any(b and (not tokens.is_text_only([b]) or tokens.text_of([b]).strip()) for b in message.get("content", [])):
+            problems.append(f"rewritten_history[{i}] has no content")
+    return problems
 
 
 def _is_cut(text: str, original: str) -> bool:
@@ -754,6 +775,9 @@ PROVIDER = Language({
                                [f"section {s['label']!r} holds a non-text block"]),
     "history_blocks_ok": _reply(lambda want, seen, checker: seen["history_problems"] if seen["rewrites"]
                                 else _not_yet()),
+    "history_messages_ok": _reply(lambda want, seen, checker: message_problems(seen["record"].request,
+                                                                               seen["record"].result)
+                                  if seen["rewrites"] else _not_yet()),
     "rewrites_history": _reply(lambda want, seen, checker: [] if seen["rewrites"] is want else
                                [f"rewritten_history present: {seen['rewrites']}"]),
     "summarizes": _reply(lambda want, seen, checker: _not_yet() if not checker.reductions else [] if any(

@@ -724,6 +724,15 @@ class CompactorInventsAttachments(Compactor):
         return rewritten
 
 
+@mutant("C-REWRITTEN-HISTORY-MESSAGES")
+class CompactorSummaryMessageMalformed(Compactor):
+    """Writes its summary of the conversation as a message with no role, and a second one with no content."""
+
+    def rewrite_history(self, history):
+        summary, *tail = super().rewrite_history(history)
+        return [{**summary, "role": "ROLE_UNSPECIFIED"}, {"role": "ROLE_USER", "content": [], "id": ""}, *tail]
+
+
 @mutant("P-TOKENS-COUNTTOKENS", also=["C-CHAIN-FITS"])
 class CompactorEstimates(Compactor):
     """Counts the chain with its own characters/4 estimate."""

@@ -330,6 +330,14 @@ class CompactorSummarizesAllHistory(Compactor):
                  "id": ""}]
 
 
+@variant("writes its summary of the conversation as an assistant message, the tail copied as it came",
+         "context/protocol.md#session-wide-conversation-compaction")
+class CompactorSummaryAsAssistant(Compactor):
+    def rewrite_history(self, history):
+        summary, *tail = super().rewrite_history(history)
+        return [{**summary, "role": "ROLE_ASSISTANT"}, *tail]
+
+
 @variant("merges the whole chain into one section of its own whenever it is over budget",
          "context/data-types.md#ordering--chaining")
 class CompactorMergesAll(Compactor):
