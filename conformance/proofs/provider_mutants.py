@@ -724,6 +724,28 @@ class CompactorInventsAttachments(Compactor):
         return rewritten
 
 
+def _absent_budget_as_one(request: dict) -> dict:
+    """The request with an absent token_budget (how proto3 sends 0) read as 1."""
+    req = request["request"]
+    return {**request, "request": {**req, "token_budget": req.get("token_budget") or 1}}
+
+
+@mutant("P-WITHIN-BUDGET")
+class ReadsZeroBudgetAsOne(FileReader):
+    """Takes a token_budget of 0, which proto3 leaves off the wire, for 1."""
+
+    def contribute(self, request, call):
+        return super().contribute(_absent_budget_as_one(request), call)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorReadsZeroBudgetAsOne(Compactor):
+    """Takes a token_budget of 0, which proto3 leaves off the wire, for 1."""
+
+    def contribute(self, request, call):
+        return super().contribute(_absent_budget_as_one(request), call)
+
+
 @mutant("C-REWRITTEN-HISTORY-MESSAGES")
 class CompactorSummaryMessageMalformed(Compactor):
     """Writes its summary of the conversation as a message with no role, and a second one with no content."""

@@ -355,6 +355,20 @@ class CompactorCoercesThreshold(Compactor):
         return {}
 
 
+@variant("declares root and path optional without a default, so a kernel sends \"\" for one left out, and refuses "
+         "the config when the file they then name does not resolve", "R-OPTIONAL-ATTRIBUTE")
+class OptionalRootAndPath(FileReader):
+    CAPABILITIES = {**FileReader.CAPABILITIES, "config_schema": {"attributes": [
+        {**attribute, "required": False} for attribute in FileReader.CAPABILITIES["config_schema"]["attributes"]]}}
+
+
+@variant("reports protocol_version 2 in its ProducerRef, the newest revision its build claims", "context/protocol.md#describe")
+class DescribesNewerProtocol(FileReader):
+    def describe(self, request, call):
+        reply = super().describe(request, call)
+        return {"producer": {**reply["producer"], "protocol_version": 2}}
+
+
 @variant("answers a token_budget of 0 with an invalid_request error", "R-UNSERVABLE-REQUEST")
 class CompactorRefusesZeroBudget(Compactor):
     def contribute(self, request, call):
