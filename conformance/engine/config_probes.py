@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-NO_CONFIG = None  # a probe's config: the ConfigureRequest carries no config field at all
+NO_CONFIG = None  # a probe's config: null, which the proto3 JSON mapping reads as no config field at all
 
 # The JSON kind each config.v1.AttrType decodes to (configuration/blocks-reference.md#the-schema-to-cty-bridge).
 KIND_OF_TYPE = {"ATTR_TYPE_STRING": "string", "ATTR_TYPE_NUMBER": "number", "ATTR_TYPE_BOOL": "bool",

@@ -209,15 +209,20 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
             _confined(workdir, value, f"the manifest's {name}", file=False, spoiled=transcript.spoiled)
         fields = {"config": {k: v for k, v in config.items() if k != record.omitted}}
         if record.probe is not None:  # no path of it is confined: a probe's values are data, not fixtures
-            fields = {} if record.probe.config is config_probes.NO_CONFIG else {"config": record.probe.config}
+            fields = {"config": record.probe.config}  # NO_CONFIG (null): the request carries no config
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
-        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models, manifest.name)}
+        request = contribute_request(step, budget, workdir, case.run, case.models, manifest.name)
+        # A step may send the request as the wire carries it, zero values left out (a token_budget of 0 too).
+        fields = {"request": forms.zeros_omitted("ContextRequest", request) if step.spec.get("omit_zero_values")
+                  else request}
+        record.request = request
     elif step.kind in ("get_capabilities", "describe"):
         fields = {}
     else:
         raise ValueError(f"step kind {step.kind!r} has no meaning here (the vector schema should have refused it)")
-    record.request = fields.get("request", fields.get("config"))
+    if step.kind != "contribute":
+        record.request = fields.get("config")
     try:
         result = binding.request(step.kind, fields, kernel)
     except CallFailed as failure:

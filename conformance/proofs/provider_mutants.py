@@ -727,7 +727,7 @@ class CompactorInventsAttachments(Compactor):
 def _absent_budget_as_one(request: dict) -> dict:
     """The request with an absent token_budget (how proto3 sends 0) read as 1."""
     req = request["request"]
-    return {**request, "request": {**req, "token_budget": req.get("token_budget") or 1}}
+    return {**request, "request": {**req, "token_budget": req.get("token_budget", 1)}}
 
 
 @mutant("P-WITHIN-BUDGET")
