@@ -166,6 +166,7 @@ class Checker:
         self.counting = Counting(transcript)
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
+        self.pieces: list[list[tuple]] = []  # per such reply, what it wrote in place of what: (original, residue)
         # R-EAGER-SOURCE: what it last served while its source could be read, and whether it has said the
         # source was unavailable (which shows it reads the source when called).
         self.served: list[dict] | None = None
@@ -360,12 +361,20 @@ class Checker:
         if budget < SUMMARY_ROOM or not over or not summarizable or texts(sections) == texts(prior):
             return
         originals = {(p["provider"], p["label"]): tokens.text_of(p["content"]) for p in prior}
-        summarized = False
+        names = {self.manifest.name} | {p["provider"] for p in prior} | {p["label"] for p in prior}
+        pieces = []
         for section in sections:
             text = tokens.text_of(section["content"])
             original = originals.get((section["provider"], section["label"]))
-            summarized |= bool(text.strip()) and (original is None or (text != original and not _is_cut(text, original)))
-        self.reductions.append(summarized)
+            if not text.strip() or (original is not None and (text == original or _is_cut(text, original))):
+                continue  # kept, cut short or emptied: no summary
+            if original is None:  # a section of its own: each line may stand for a section it was handed
+                pieces += [((len(self.pieces), i), _residue(line, names)) for i, line in enumerate(text.splitlines())
+                           if line.strip()]
+            else:
+                pieces.append((original, _residue(text, names)))
+        self.pieces.append(pieces)
+        self.reductions = summaries_shown(self.pieces)
 
     def check_summaries(self) -> None:
         """What the case shows of C-SUMMARIZE: a pass when one of its reductions summarized, a warning when
@@ -488,6 +497,27 @@ def message_problems(request: dict, reply: dict) -> list[str]:
         if not any(b and (not tokens.is_text_only([b]) or tokens.text_of([b]).strip()) for b in message.get("content", [])):
             problems.append(f"rewritten_history[{i}] has no content")
     return problems
+
+
+def _residue(text: str, names: set[str]) -> str:
+    """A summary's text with the labels and provider names of the chain taken out (longest first), spacing
+    collapsed: what it says beyond naming what it stands for."""
+    for name in sorted(filter(None, names), key=len, reverse=True):
+        text = text.replace(name, " ")
+    return " ".join(text.split())
+
+
+def summaries_shown(reductions: list[list[tuple]]) -> list[bool]:
+    """R-SUMMARIZE-EVIDENCE, per reduction: whether some piece it wrote says something of its own original.
+    One that says nothing once the names are out (no letter or digit), or the very same as a piece written
+    for another original in the case, is a template, the same whatever the content ("Summary of <label>: ")."""
+    originals: dict[str, set] = {}
+    for pieces in reductions:
+        for original, residue in pieces:
+            originals.setdefault(residue, set()).add(original)
+    def says_something(residue: str) -> bool:
+        return any(c.isalnum() for c in residue) and len(originals[residue]) == 1
+    return [any(says_something(residue) for _, residue in pieces) for pieces in reductions]
 
 
 def _is_cut(text: str, original: str) -> bool:

@@ -652,6 +652,21 @@ class CompactorOnlyCuts(Compactor):
         return {**section, "content": text_block(text), "tokens": count(text_block(text)), "truncated": True}
 
 
+@mutant("C-SUMMARIZE")
+class CompactorTemplateSummaries(Compactor):
+    """Writes the same words for every section it reduces, whatever it holds: "<label>, summarized." in place
+    of each, and merged lines that only name their sections."""
+
+    def summarized(self, section, kept, count):
+        summary = text_block(f"{section['label']}, summarized.")
+        if count(summary) >= count(section["content"]):
+            return section
+        return {**section, "content": summary, "tokens": count(summary), "truncated": True}
+
+    def first_lead(self, section):
+        return "summarized."
+
+
 @mutant("C-CHAIN-FITS")
 class CompactorStopsEarly(Compactor):
     """Summarizes once and returns the result whether or not it fits."""

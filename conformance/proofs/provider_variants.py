@@ -338,6 +338,13 @@ class CompactorSummaryAsAssistant(Compactor):
         return [{**summary, "role": "ROLE_ASSISTANT"}, *tail]
 
 
+@variant("summarizes by lead sentences, and where those do not fit keeps only a stub naming each section",
+         "R-SUMMARIZE-EVIDENCE")
+class CompactorStubsWhenLeadsDoNotFit(Compactor):
+    def summarized(self, section, kept, count):
+        return super().summarized(section, 0 if kept == 1 else kept, count)
+
+
 @variant("merges the whole chain into one section of its own whenever it is over budget",
          "context/data-types.md#ordering--chaining")
 class CompactorMergesAll(Compactor):
