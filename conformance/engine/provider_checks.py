@@ -171,6 +171,7 @@ class Checker:
         # source was unavailable (which shows it reads the source when called).
         self.served: list[dict] | None = None
         self.said_unavailable = False
+        self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
@@ -291,6 +292,7 @@ class Checker:
                          where)
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
+            self.check_repeated_firing(record, own, where)
         else:
             self.check_compactor_names(prior, own, where)
             if sections:
@@ -314,6 +316,24 @@ class Checker:
                      "a section holds a non-text block", where)
         self.check_tokens(fresh, record, where)
         self.check_truncated(fresh, record, where)
+
+    def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
+        """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
+        later firing of the same source, budget, model and files touched with sections again, unless it is
+        handed its own earlier ones (a kernel carrying the chain): each firing's prompt is built from the
+        chain it returns, so leaving out what it sent before drops it."""
+        if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
+                or record.source_text is None or record.probe is not None:
+            return
+        request = record.request
+        firing = (record.source_text, request["token_budget"], request["model_target"]["id"],
+                  tuple(request["files_touched"]))
+        if own:
+            self.contributed.add(firing)
+        elif firing in self.contributed and not _handed_its_own(request["prior_sections"], self.manifest.name):
+            self.add("P-FULL-CHAIN", False, "it answered an earlier firing of the same source, budget and model "
+                     "with its sections, and leaves them out of this one: a delta across firings, which the "
+                     "kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
         """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):

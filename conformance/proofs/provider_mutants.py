@@ -226,6 +226,23 @@ class ReturnsDelta(FileReader):
         return {"sections": reply["sections"][len(prior):]}
 
 
+@mutant("P-FULL-CHAIN", also=["P-SELF-REDUCE"])
+class LeavesOutWhatItSentBefore(FileReader):
+    """Counts on the kernel to keep what it sent: a firing that would bring exactly the sections of the one
+    before gets the prior chain back alone."""
+
+    sent_before: list | None = None
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        prior = request["request"].get("prior_sections", [])
+        own = reply["sections"][len(prior):]
+        if own and own == self.sent_before:
+            return {"sections": prior}
+        self.sent_before = own
+        return reply
+
+
 @mutant("P-OWN-SECTIONS-ONLY")
 class PrependsOwn(FileReader):
     """Puts its own section first."""
