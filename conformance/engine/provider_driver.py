@@ -157,6 +157,8 @@ def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest,
     schema_probes, the calls config_probes draws from that schema."""
     if step.kind == "configure" and step.spec.get("schema_probes"):
         return probe_records(step, transcript, manifest, case)
+    if step.kind == "configure" and step.spec.get("bad") == "glob" and not manifest.names_source:
+        return [StepRecord(step, unserved="the manifest's config puts ${source} nowhere, so no glob can stand in it")]
     if step.kind != "configure" or not step.spec.get("missing_required"):
         return [StepRecord(step)]
     config = manifest.configured(transcript.workdir, case.source)
@@ -203,7 +205,7 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
     if record.unserved:
         return
     if step.kind == "configure":
-        bad = bool(step.spec.get("bad"))
+        bad = step.spec.get("bad", False)
         config = manifest.configured(workdir, case.source, bad=bad)
         for name, value in manifest.paths(workdir, case.source, bad=bad):
             _confined(workdir, value, f"the manifest's {name}", file=False, spoiled=transcript.spoiled)

@@ -7,6 +7,7 @@ unavoidably breaks with them that its killing vectors do not cite. `manifest` na
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import unicodedata
@@ -16,7 +17,8 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles
+from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles,
+                                                  ReadsFirstGlobMatch)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -137,6 +139,17 @@ class AcceptsMissingSource(FileReader):
 
     def resolve(self, root, path):
         return Path(root) / path
+
+
+@mutant("P-CONFIGURE-REJECT")
+class GlobWaitsForAMatch(ReadsFirstGlobMatch):
+    """Takes a glob that matches nothing yet, in case a file appears: Configure succeeds, and every firing finds
+    no file to read."""
+
+    def resolve(self, root, path):
+        if glob.has_magic(path) and not self.matches(root, path):
+            return Path(root).resolve() / path  # read, and found missing, at every firing
+        return super().resolve(root, path)
 
 
 @mutant("P-CONFIGURE-REQUIRED-FIELD")

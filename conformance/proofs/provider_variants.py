@@ -9,6 +9,7 @@ gRPC (where the variant's freedom shows on the wire).
 
 from __future__ import annotations
 
+import glob
 import re
 from pathlib import Path
 
@@ -367,6 +368,22 @@ class CompactorCoercesThreshold(Compactor):
 class OptionalRootAndPath(FileReader):
     CAPABILITIES = {**FileReader.CAPABILITIES, "config_schema": {"attributes": [
         {**attribute, "required": False} for attribute in FileReader.CAPABILITIES["config_schema"]["attributes"]]}}
+
+
+@variant("takes a path that is a glob pattern and reads the first file under root it matches, in name order; "
+         "refuses a pattern that matches nothing", "context/protocol.md#configure")
+class ReadsFirstGlobMatch(FileReader):
+    def resolve(self, root, path):
+        if not glob.has_magic(path):
+            return super().resolve(root, path)
+        matches = self.matches(root, path)
+        if not matches:
+            raise context_failure("invalid_request", f"no file under {root!r} matches {path!r}")
+        return super().resolve(root, matches[0])
+
+    def matches(self, root, pattern) -> list[str]:
+        base = Path(root).resolve()
+        return sorted(str(found.relative_to(base)) for found in base.glob(pattern) if found.is_file())
 
 
 @variant("reports protocol_version 2 in its ProducerRef, the newest revision its build claims", "context/protocol.md#describe")
