@@ -293,6 +293,7 @@ class Checker:
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
             self.check_repeated_firing(record, own, where)
+            self.check_declared_stability(fresh, where)
         else:
             self.check_compactor_names(prior, own, where)
             if sections:
@@ -316,6 +317,18 @@ class Checker:
                      "a section holds a non-text block", where)
         self.check_tokens(fresh, record, where)
         self.check_truncated(fresh, record, where)
+
+    def check_declared_stability(self, fresh: list[dict], where: str) -> None:
+        """R-SECTION-STABILITY-DECLARED: the sections a provider that is not a compactor writes carry the
+        stability it declares, a fixed property of the plugin and never what a read of its source said. A
+        section or a declaration without a stability is P-SECTION-STABILITY's or P-CAP-STABILITY's finding."""
+        declared = self.capabilities.get("stability")
+        judged = [s for s in fresh if s["stability"] in STABILITIES]
+        if declared in STABILITIES and judged:
+            other = sorted({s["label"] for s in judged if s["stability"] != declared})
+            self.add("P-CAP-STATIC-PROPERTIES", not other, f"it declares {declared}, yet its sections {other} say "
+                     "otherwise: a section's stability is the plugin's fixed property (R-SECTION-STABILITY-DECLARED)",
+                     where)
 
     def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a

@@ -63,6 +63,17 @@ class UnspecifiedStability(FileReader):
 
 
 @mutant("P-CAP-STATIC-PROPERTIES")
+class SectionStabilityFromFile(FileReader):
+    """Keeps declaring static, but marks its section dynamic while its file says so anywhere: a per-call
+    judgment of the section's stability."""
+
+    def section(self, label, text, tokens, truncated):
+        dynamic = self.path is not None and "stability: dynamic" in self.path.read_text(errors="replace")
+        return {**super().section(label, text, tokens, truncated)} | (
+            {"stability": "STABILITY_DYNAMIC"} if dynamic else {})
+
+
+@mutant("P-CAP-STATIC-PROPERTIES")
 class StabilityFromSource(FileReader):
     """Reads its stability from the source file's front matter on every call."""
 
