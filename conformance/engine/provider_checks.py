@@ -336,8 +336,8 @@ class Checker:
         handed its own earlier ones (a kernel carrying the chain): each firing's prompt is built from the
         chain it returns, so leaving out what it sent before drops it."""
         if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
-                or record.source_text is None or record.probe is not None:
-            return
+                or record.source_text is None or record.probe is not None or record.counting_off:
+            return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
         request = record.request
         firing = (record.source_text, request["token_budget"], request["model_target"]["id"],
                   tuple(request["files_touched"]))
