@@ -13,6 +13,9 @@ from conformance.data.schemas import InputError, check, read_yaml
 
 DEFAULT_SOURCE = "CONTEXT.md"
 MISSING_SOURCE = "missing-by-design.md"
+# The source a glob step names: a pattern nothing in the case directory matches, and, read as a literal name,
+# a file that does not exist either, so a reader of either kind must refuse it (P-CONFIGURE-REJECT).
+MISSING_GLOB = "missing-by-design-*.md"
 PLACEHOLDERS = ("${workdir}", "${source}")
 CASE_STAND_IN = Path("/ctxconf-case")  # the case directory, when a file is checked on load before any exists
 
@@ -29,20 +32,28 @@ class Manifest:
     def reads_files(self) -> bool:
         return self.kind == "file-reader"
 
-    def configured(self, workdir: Path, source: str, bad: bool = False) -> dict:
-        """The config with ${workdir} and ${source} filled in; the bad one points at a missing file."""
+    @property
+    def names_source(self) -> bool:
+        """Whether the config puts ${source} anywhere, so that another source can be put in its place."""
+        return any("${source}" in value for _, value in _placeholder_strings(self.config, "config"))
+
+    def configured(self, workdir: Path, source: str, bad: bool | str = False) -> dict:
+        """The config with ${workdir} and ${source} filled in; the bad one points at a missing file, and the
+        "glob" one is the config with ${source} a glob that matches nothing."""
         _, template, table = self._template(workdir, source, bad)
         return _substitute(template, table)
 
-    def paths(self, workdir: Path, source: str, bad: bool = False) -> list[tuple[str, str]]:
+    def paths(self, workdir: Path, source: str, bad: bool | str = False) -> list[tuple[str, str]]:
         """(field, value) of each configured value built from a placeholder: a path, which must lead
         inside the case directory."""
         name, template, table = self._template(workdir, source, bad)
         return [(field, _substitute(value, table)) for field, value in _placeholder_strings(template, name)]
 
-    def _template(self, workdir: Path, source: str, bad: bool) -> tuple[str, dict, dict[str, str]]:
+    def _template(self, workdir: Path, source: str, bad: bool | str) -> tuple[str, dict, dict[str, str]]:
         name, template = "config", self.config
-        if bad and self.bad_config is not None:
+        if bad == "glob":
+            source = MISSING_GLOB
+        elif bad and self.bad_config is not None:
             name, template = "bad_config", self.bad_config
         elif bad:
             source = MISSING_SOURCE
@@ -56,7 +67,7 @@ def load(path: Path) -> Manifest:
     # Only values that use a placeholder are taken for paths and confined: a manifest is its author's
     # description of their own provider's config, whose other values (a model name, a threshold, an
     # absolute path to a tool of theirs) the suite cannot tell apart from data and does not act on.
-    for bad in (False, True):
+    for bad in (False, True, "glob"):
         for field, value in manifest.paths(CASE_STAND_IN, DEFAULT_SOURCE, bad):
             problem = path_problem(CASE_STAND_IN, value, follow_symlinks=False)
             if problem:

@@ -20,6 +20,7 @@ COVERS = frozenset({
     "P-SECTION-LABEL", "P-SECTION-PROVIDER", "P-SECTION-STABILITY", "P-TEXT-ONLY", "P-WITHIN-BUDGET",
     "P-TOKENS-COUNTTOKENS", "P-COUNTTOKENS-TEXT-ONLY", "P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS",
     "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TRUNCATED-FLAG", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
+    "C-REWRITTEN-HISTORY-MESSAGES",
 })
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
@@ -165,10 +166,12 @@ class Checker:
         self.counting = Counting(transcript)
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
+        self.pieces: list[list[tuple]] = []  # per such reply, what it wrote in place of what: (original, residue)
         # R-EAGER-SOURCE: what it last served while its source could be read, and whether it has said the
         # source was unavailable (which shows it reads the source when called).
         self.served: list[dict] | None = None
         self.said_unavailable = False
+        self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
@@ -180,10 +183,11 @@ class Checker:
                      "a CountTokens request held a non-text block", where)
         if record.failure is not None:
             self.check_failure(record, where)
-        elif record.result is not None:
+        elif record.result is not None and record.probe is None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
         self.findings += expectations(record, self, where)
-        self.remember(record)
+        if record.probe is None:  # what a provider makes of a value it coerced is its own (R-CONFIG-OFF-SCHEMA)
+            self.remember(record)
 
     def remember(self, record: StepRecord) -> None:
         """What later steps of the case are judged against (R-EAGER-SOURCE)."""
@@ -288,6 +292,8 @@ class Checker:
                          where)
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
+            self.check_repeated_firing(record, own, where)
+            self.check_declared_stability(fresh, where)
         else:
             self.check_compactor_names(prior, own, where)
             if sections:
@@ -311,6 +317,36 @@ class Checker:
                      "a section holds a non-text block", where)
         self.check_tokens(fresh, record, where)
         self.check_truncated(fresh, record, where)
+
+    def check_declared_stability(self, fresh: list[dict], where: str) -> None:
+        """R-SECTION-STABILITY-DECLARED: the sections a provider that is not a compactor writes carry the
+        stability it declares, a fixed property of the plugin and never what a read of its source said. A
+        section or a declaration without a stability is P-SECTION-STABILITY's or P-CAP-STABILITY's finding."""
+        declared = self.capabilities.get("stability")
+        judged = [s for s in fresh if s["stability"] in STABILITIES]
+        if declared in STABILITIES and judged:
+            other = sorted({s["label"] for s in judged if s["stability"] != declared})
+            self.add("P-CAP-STATIC-PROPERTIES", not other, f"it declares {declared}, yet its sections {other} say "
+                     "otherwise: a section's stability is the plugin's fixed property (R-SECTION-STABILITY-DECLARED)",
+                     where)
+
+    def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
+        """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
+        later firing of the same source, budget, model and files touched with sections again, unless it is
+        handed its own earlier ones (a kernel carrying the chain): each firing's prompt is built from the
+        chain it returns, so leaving out what it sent before drops it."""
+        if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
+                or record.source_text is None or record.probe is not None or record.counting_off:
+            return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
+        request = record.request
+        firing = (record.source_text, request["token_budget"], request["model_target"]["id"],
+                  tuple(request["files_touched"]))
+        if own:
+            self.contributed.add(firing)
+        elif firing in self.contributed and not _handed_its_own(request["prior_sections"], self.manifest.name):
+            self.add("P-FULL-CHAIN", False, "it answered an earlier firing of the same source, budget and model "
+                     "with its sections, and leaves them out of this one: a delta across firings, which the "
+                     "kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
         """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):
@@ -344,6 +380,8 @@ class Checker:
         if reply["rewritten_history"]:
             problems = history_problems(request, reply)
             self.add("C-REWRITTEN-HISTORY-TEXT", not problems, "; ".join(problems), where)
+            malformed = message_problems(request, reply)
+            self.add("C-REWRITTEN-HISTORY-MESSAGES", not malformed, "; ".join(malformed), where)
 
     def note_reduction(self, record: StepRecord, prior: list[dict], sections: list[dict], budget: int) -> None:
         """R-SUMMARIZE-EVIDENCE: when the reply reduced a prior chain over a budget with room for a summary,
@@ -356,12 +394,20 @@ class Checker:
         if budget < SUMMARY_ROOM or not over or not summarizable or texts(sections) == texts(prior):
             return
         originals = {(p["provider"], p["label"]): tokens.text_of(p["content"]) for p in prior}
-        summarized = False
+        names = {self.manifest.name} | {p["provider"] for p in prior} | {p["label"] for p in prior}
+        pieces = []
         for section in sections:
             text = tokens.text_of(section["content"])
             original = originals.get((section["provider"], section["label"]))
-            summarized |= bool(text.strip()) and (original is None or (text != original and not _is_cut(text, original)))
-        self.reductions.append(summarized)
+            if not text.strip() or (original is not None and (text == original or _is_cut(text, original))):
+                continue  # kept, cut short or emptied: no summary
+            if original is None:  # a section of its own: each line may stand for a section it was handed
+                pieces += [((len(self.pieces), i), _residue(line, names)) for i, line in enumerate(text.splitlines())
+                           if line.strip()]
+            else:
+                pieces.append((original, _residue(text, names)))
+        self.pieces.append(pieces)
+        self.reductions = summaries_shown(self.pieces)
 
     def check_summaries(self) -> None:
         """What the case shows of C-SUMMARIZE: a pass when one of its reductions summarized, a warning when
@@ -466,6 +512,45 @@ def history_problems(request: dict, reply: dict) -> list[str]:
     foreign = [b for m in reply["rewritten_history"] for b in m["content"]
                if not tokens.is_text_only([b]) and b not in received]
     return [f"rewritten_history holds {len(foreign)} non-text block(s) it was never sent"] if foreign else []
+
+
+WRITABLE_ROLES = ("ROLE_USER", "ROLE_ASSISTANT")  # content.v1.Role but its unset value (there is no SYSTEM)
+
+
+def message_problems(request: dict, reply: dict) -> list[str]:
+    """C-REWRITTEN-HISTORY-MESSAGES: every message of rewritten_history that is not one it was sent, as sent,
+    is a Message a model call can carry: a role of the enum, and content that is not empty (some block that
+    is not an empty text)."""
+    problems = []
+    for i, message in enumerate(reply["rewritten_history"]):
+        if message in request["conversation_history"]:
+            continue  # copied as it came: the kernel's own message
+        if message.get("role") not in WRITABLE_ROLES:
+            problems.append(f"rewritten_history[{i}] has role {message.get('role') or 'ROLE_UNSPECIFIED'}")
+        if not any(b and (not tokens.is_text_only([b]) or tokens.text_of([b]).strip()) for b in message.get("content", [])):
+            problems.append(f"rewritten_history[{i}] has no content")
+    return problems
+
+
+def _residue(text: str, names: set[str]) -> str:
+    """A summary's text with the labels and provider names of the chain taken out (longest first), spacing
+    collapsed: what it says beyond naming what it stands for."""
+    for name in sorted(filter(None, names), key=len, reverse=True):
+        text = text.replace(name, " ")
+    return " ".join(text.split())
+
+
+def summaries_shown(reductions: list[list[tuple]]) -> list[bool]:
+    """R-SUMMARIZE-EVIDENCE, per reduction: whether some piece it wrote says something of its own original.
+    One that says nothing once the names are out (no letter or digit), or the very same as a piece written
+    for another original in the case, is a template, the same whatever the content ("Summary of <label>: ")."""
+    originals: dict[str, set] = {}
+    for pieces in reductions:
+        for original, residue in pieces:
+            originals.setdefault(residue, set()).add(original)
+    def says_something(residue: str) -> bool:
+        return any(c.isalnum() for c in residue) and len(originals[residue]) == 1
+    return [any(says_something(residue) for _, residue in pieces) for pieces in reductions]
 
 
 def _is_cut(text: str, original: str) -> bool:
@@ -753,6 +838,9 @@ PROVIDER = Language({
                                [f"section {s['label']!r} holds a non-text block"]),
     "history_blocks_ok": _reply(lambda want, seen, checker: seen["history_problems"] if seen["rewrites"]
                                 else _not_yet()),
+    "history_messages_ok": _reply(lambda want, seen, checker: message_problems(seen["record"].request,
+                                                                               seen["record"].result)
+                                  if seen["rewrites"] else _not_yet()),
     "rewrites_history": _reply(lambda want, seen, checker: [] if seen["rewrites"] is want else
                                [f"rewritten_history present: {seen['rewrites']}"]),
     "summarizes": _reply(lambda want, seen, checker: _not_yet() if not checker.reductions else [] if any(

@@ -20,6 +20,7 @@ from conformance.bindings.base import Binding, CallFailed, HarnessError
 from conformance.data.manifest import Manifest, confined, real_path
 from conformance.data.provider_cases import SUITE_MODELS, ProviderCase, Step, contribute_request
 from conformance.data.schemas import MAX_FILE_BYTES
+from conformance.engine import config_probes
 from conformance.engine.case_dir import CaseDir
 from conformance.engine.kernel_driver import check_quiet
 from conformance.wire import forms, tokens
@@ -49,13 +50,17 @@ class StepRecord:
     unserved: str = ""           # why the step could not be put to this provider (nothing is judged)
     counting_off: bool = False   # the vector had CountTokens fail during this step
     omitted: str = ""            # a configure step's required field left out of this call (missing_required)
+    probe: config_probes.ConfigProbe | None = None  # the config a schema_probes step sends (and its follow-up)
 
     @property
     def where(self) -> str:
         """The step, as a finding names it."""
         if self.step.index < 0:
             return "start (get_capabilities)"
-        return f"step {self.step.index + 1} ({self.step.kind}" + (f" without {self.omitted!r})" if self.omitted else ")")
+        probe = f" after {self.probe.what}" if self.probe and self.step.kind == "contribute" else \
+            f" with {self.probe.what}" if self.probe else ""
+        return f"step {self.step.index + 1} ({self.step.kind}" + (f" without {self.omitted!r})" if self.omitted
+                                                                  else f"{probe})")
     finished: bool = False       # the step ran to its end (an error may cut it short)
 
 
@@ -148,7 +153,12 @@ def drive(binding: Binding, case: ProviderCase, manifest: Manifest, workdir: Pat
 
 def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest, case: ProviderCase) -> list[StepRecord]:
     """One record per call a step makes. A configure step with missing_required makes one call per field the
-    provider's config_schema marks required (and the manifest's config sets), each left out in turn."""
+    provider's config_schema marks required (and the manifest's config sets), each left out in turn; one with
+    schema_probes, the calls config_probes draws from that schema."""
+    if step.kind == "configure" and step.spec.get("schema_probes"):
+        return probe_records(step, transcript, manifest, case)
+    if step.kind == "configure" and step.spec.get("bad") == "glob" and not manifest.names_source:
+        return [StepRecord(step, unserved="the manifest's config puts ${source} nowhere, so no glob can stand in it")]
     if step.kind != "configure" or not step.spec.get("missing_required"):
         return [StepRecord(step)]
     config = manifest.configured(transcript.workdir, case.source)
@@ -157,6 +167,26 @@ def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest,
     if not required:
         return [StepRecord(step, unserved="its config_schema marks no field of the manifest's config required")]
     return [StepRecord(step, omitted=name) for name in dict.fromkeys(required)]
+
+
+# The firing after each probe: a prior section, and for a compactor a history longer than any kept tail, past
+# the threshold of any share of the ceiling, so that a value it stored is put to use.
+AFTER_PROBE = {"prior_sections": [{"label": "Earlier context", "text": "Keep answers short and cite the file."}]}
+AFTER_PROBE_HISTORY = {"history_tokens": 90, "model_target": {"id": "suite-model", "context_window": 200,
+                                                              "effective_ceiling": 100},
+                       "conversation_history": [{"role": role, "text": text} for role, text in (
+                           ("user", "Please fix the login bug."), ("assistant", "I will read the validator."),
+                           ("user", "It is in src/auth."), ("assistant", "The expiry check is inverted."))]}
+
+
+def probe_records(step: Step, transcript: ProviderTranscript, manifest: Manifest, case: ProviderCase) -> list[StepRecord]:
+    """A Configure per probe of the declared schema, each followed by a Contribute (ruling R-CONFIG-OFF-SCHEMA)."""
+    schema = (transcript.capabilities or {}).get("config_schema") or {}
+    config = manifest.configured(transcript.workdir, case.source)
+    compactor = bool((transcript.capabilities or {}).get("compactor"))
+    after = Step("contribute", {**AFTER_PROBE, **(AFTER_PROBE_HISTORY if compactor else {})}, {}, step.index)
+    probes = config_probes.wrong_values(schema, config)
+    return [record for probe in probes for record in (StepRecord(step, probe=probe), StepRecord(after, probe=probe))]
 
 
 def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest: Manifest,
@@ -175,19 +205,26 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
     if record.unserved:
         return
     if step.kind == "configure":
-        bad = bool(step.spec.get("bad"))
+        bad = step.spec.get("bad", False)
         config = manifest.configured(workdir, case.source, bad=bad)
         for name, value in manifest.paths(workdir, case.source, bad=bad):
             _confined(workdir, value, f"the manifest's {name}", file=False, spoiled=transcript.spoiled)
         fields = {"config": {k: v for k, v in config.items() if k != record.omitted}}
+        if record.probe is not None:  # no path of it is confined: a probe's values are data, not fixtures
+            fields = {"config": record.probe.config}  # NO_CONFIG (null): the request carries no config
     elif step.kind == "contribute":
         budget = int((transcript.capabilities or {}).get("default_token_budget", 0))
-        fields = {"request": contribute_request(step, budget, workdir, case.run, case.models, manifest.name)}
+        request = contribute_request(step, budget, workdir, case.run, case.models, manifest.name)
+        # A step may send the request as the wire carries it, zero values left out (a token_budget of 0 too).
+        fields = {"request": forms.zeros_omitted("ContextRequest", request) if step.spec.get("omit_zero_values")
+                  else request}
+        record.request = request
     elif step.kind in ("get_capabilities", "describe"):
         fields = {}
     else:
         raise ValueError(f"step kind {step.kind!r} has no meaning here (the vector schema should have refused it)")
-    record.request = fields.get("request", fields.get("config"))
+    if step.kind != "contribute":
+        record.request = fields.get("config")
     try:
         result = binding.request(step.kind, fields, kernel)
     except CallFailed as failure:

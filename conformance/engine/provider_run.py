@@ -36,11 +36,12 @@ def applies(applies_to: str, manifest: Manifest, capabilities: dict) -> tuple[st
 def unserved(transcript: ProviderTranscript) -> tuple[str, str] | None:
     """When a step could not be put to this provider, the case shows nothing, its other steps included
     (they are controls for that step): why, and what would let it run."""
-    why = next((record.unserved for record in transcript.records if record.unserved), None)
-    if why is None:
+    record = next((record for record in transcript.records if record.unserved), None)
+    if record is None:
         return None
-    return (f"not one this provider can be put to: {why}",
-            "a config_schema that marks required a field the manifest's config sets, if it has one")
+    needs = ("a manifest whose config puts ${source} in the field naming the source" if record.step.spec.get("bad")
+             else "a config_schema that marks required a field the manifest's config sets, if it has one")
+    return f"not one this provider can be put to: {record.unserved}", needs
 
 
 def run_vectors(connection: Connection, vectors: Iterable[Vector], manifest: Manifest, run_dir: Path,

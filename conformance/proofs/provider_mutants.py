@@ -7,6 +7,7 @@ unavoidably breaks with them that its killing vectors do not cite. `manifest` na
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import unicodedata
@@ -16,7 +17,8 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.proofs.provider_variants import AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles
+from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles,
+                                                  ReadsFirstGlobMatch)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -58,6 +60,17 @@ class UnspecifiedStability(FileReader):
 
     def section(self, label, text, count, truncated):
         return {**super().section(label, text, count, truncated), "stability": "STABILITY_STATIC"}
+
+
+@mutant("P-CAP-STATIC-PROPERTIES")
+class SectionStabilityFromFile(FileReader):
+    """Keeps declaring static, but marks its section dynamic while its file says so anywhere: a per-call
+    judgment of the section's stability."""
+
+    def section(self, label, text, tokens, truncated):
+        dynamic = self.path is not None and "stability: dynamic" in self.path.read_text(errors="replace")
+        return {**super().section(label, text, tokens, truncated)} | (
+            {"stability": "STABILITY_DYNAMIC"} if dynamic else {})
 
 
 @mutant("P-CAP-STATIC-PROPERTIES")
@@ -139,6 +152,17 @@ class AcceptsMissingSource(FileReader):
         return Path(root) / path
 
 
+@mutant("P-CONFIGURE-REJECT")
+class GlobWaitsForAMatch(ReadsFirstGlobMatch):
+    """Takes a glob that matches nothing yet, in case a file appears: Configure succeeds, and every firing finds
+    no file to read."""
+
+    def resolve(self, root, path):
+        if glob.has_magic(path) and not self.matches(root, path):
+            return Path(root).resolve() / path  # read, and found missing, at every firing
+        return super().resolve(root, path)
+
+
 @mutant("P-CONFIGURE-REQUIRED-FIELD")
 class ConfigureDefersMissingFields(FileReader):
     """Accepts a configuration with a required field missing, to fail only when it is first used."""
@@ -175,6 +199,33 @@ class BareConfigureError(FileReader):
             raise CallFailed("INVALID_ARGUMENT", failure.message) from None
 
 
+@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS"])
+class ReaderCrashesOnOffSchemaValue(FileReader):
+    """Fails a root or path that is not a string with a bare internal status, as an unhandled type error
+    would surface: a value off its own schema left unanswered (R-CONFIG-OFF-SCHEMA)."""
+
+    def configure(self, request, call):
+        config = request.get("config") or {}
+        if any(key in config and not isinstance(config[key], str) for key in ("root", "path")):
+            raise CallFailed("INTERNAL", "unsupported operand type(s)")
+        return super().configure(request, call)
+
+
+@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS"])
+class CompactorStoresAnyThreshold(Compactor):
+    """Takes any history_threshold_percent at Configure, and fails the first firing that compares a
+    threshold that is not a number with a bare internal status (R-CONFIG-OFF-SCHEMA)."""
+
+    def configure(self, request, call):
+        self.threshold = (request.get("config") or {}).get("history_threshold_percent", 50)
+        return {}
+
+    def history_due(self, req):
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
+            raise CallFailed("INTERNAL", f"cannot compare with {self.threshold!r}")
+        return super().history_due(req)
+
+
 # --- the chain ------------------------------------------------------------------------------
 
 @mutant("P-OWN-SECTIONS-ONLY")
@@ -197,6 +248,23 @@ class ReturnsDelta(FileReader):
         reply = super().contribute(request, call)
         prior = request["request"]["prior_sections"]
         return {"sections": reply["sections"][len(prior):]}
+
+
+@mutant("P-FULL-CHAIN", also=["P-SELF-REDUCE"])
+class LeavesOutWhatItSentBefore(FileReader):
+    """Counts on the kernel to keep what it sent: a firing that would bring exactly the sections of the one
+    before gets the prior chain back alone."""
+
+    sent_before: list | None = None
+
+    def contribute(self, request, call):
+        reply = super().contribute(request, call)
+        prior = request["request"].get("prior_sections", [])
+        own = reply["sections"][len(prior):]
+        if own and own == self.sent_before:
+            return {"sections": prior}
+        self.sent_before = own
+        return reply
 
 
 @mutant("P-OWN-SECTIONS-ONLY")
@@ -625,6 +693,21 @@ class CompactorOnlyCuts(Compactor):
         return {**section, "content": text_block(text), "tokens": count(text_block(text)), "truncated": True}
 
 
+@mutant("C-SUMMARIZE")
+class CompactorTemplateSummaries(Compactor):
+    """Writes the same words for every section it reduces, whatever it holds: "<label>, summarized." in place
+    of each, and merged lines that only name their sections."""
+
+    def summarized(self, section, kept, count):
+        summary = text_block(f"{section['label']}, summarized.")
+        if count(summary) >= count(section["content"]):
+            return section
+        return {**section, "content": summary, "tokens": count(summary), "truncated": True}
+
+    def first_lead(self, section):
+        return "summarized."
+
+
 @mutant("C-CHAIN-FITS")
 class CompactorStopsEarly(Compactor):
     """Summarizes once and returns the result whether or not it fits."""
@@ -695,6 +778,37 @@ class CompactorInventsAttachments(Compactor):
         rewritten = super().rewrite_history(history)
         rewritten[0]["content"].append({"image": {"data": "R0lGODlhAQABAAAAACw=", "media_type": "image/gif"}})
         return rewritten
+
+
+def _absent_budget_as_one(request: dict) -> dict:
+    """The request with an absent token_budget (how proto3 sends 0) read as 1."""
+    req = request["request"]
+    return {**request, "request": {**req, "token_budget": req.get("token_budget", 1)}}
+
+
+@mutant("P-WITHIN-BUDGET")
+class ReadsZeroBudgetAsOne(FileReader):
+    """Takes a token_budget of 0, which proto3 leaves off the wire, for 1."""
+
+    def contribute(self, request, call):
+        return super().contribute(_absent_budget_as_one(request), call)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorReadsZeroBudgetAsOne(Compactor):
+    """Takes a token_budget of 0, which proto3 leaves off the wire, for 1."""
+
+    def contribute(self, request, call):
+        return super().contribute(_absent_budget_as_one(request), call)
+
+
+@mutant("C-REWRITTEN-HISTORY-MESSAGES")
+class CompactorSummaryMessageMalformed(Compactor):
+    """Writes its summary of the conversation as a message with no role, and a second one with no content."""
+
+    def rewrite_history(self, history):
+        summary, *tail = super().rewrite_history(history)
+        return [{**summary, "role": "ROLE_UNSPECIFIED"}, {"role": "ROLE_USER", "content": [], "id": ""}, *tail]
 
 
 @mutant("P-TOKENS-COUNTTOKENS", also=["C-CHAIN-FITS"])

@@ -9,6 +9,7 @@ gRPC (where the variant's freedom shows on the wire).
 
 from __future__ import annotations
 
+import glob
 import re
 from pathlib import Path
 
@@ -330,11 +331,66 @@ class CompactorSummarizesAllHistory(Compactor):
                  "id": ""}]
 
 
+@variant("writes its summary of the conversation as an assistant message, the tail copied as it came",
+         "context/protocol.md#session-wide-conversation-compaction")
+class CompactorSummaryAsAssistant(Compactor):
+    def rewrite_history(self, history):
+        summary, *tail = super().rewrite_history(history)
+        return [{**summary, "role": "ROLE_ASSISTANT"}, *tail]
+
+
+@variant("summarizes by lead sentences, and where those do not fit keeps only a stub naming each section",
+         "R-SUMMARIZE-EVIDENCE")
+class CompactorStubsWhenLeadsDoNotFit(Compactor):
+    def summarized(self, section, kept, count):
+        return super().summarized(section, 0 if kept == 1 else kept, count)
+
+
 @variant("merges the whole chain into one section of its own whenever it is over budget",
          "context/data-types.md#ordering--chaining")
 class CompactorMergesAll(Compactor):
     def fit_chain(self, prior, budget, count):
         return prior if self.total(prior, count) <= budget else self.merged(prior, budget, count)
+
+
+@variant("takes any history_threshold_percent: a number clamped to 0..100, anything else read as the default 50",
+         "R-CONFIG-OFF-SCHEMA")
+class CompactorCoercesThreshold(Compactor):
+    def configure(self, request, call):
+        value = (request.get("config") or {}).get("history_threshold_percent", 50)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        self.threshold = min(max(value, 0), 100) if number else 50
+        return {}
+
+
+@variant("declares root and path optional without a default, so a kernel sends \"\" for one left out, and refuses "
+         "the config when the file they then name does not resolve", "R-OPTIONAL-ATTRIBUTE")
+class OptionalRootAndPath(FileReader):
+    CAPABILITIES = {**FileReader.CAPABILITIES, "config_schema": {"attributes": [
+        {**attribute, "required": False} for attribute in FileReader.CAPABILITIES["config_schema"]["attributes"]]}}
+
+
+@variant("takes a path that is a glob pattern and reads the first file under root it matches, in name order; "
+         "refuses a pattern that matches nothing", "context/protocol.md#configure")
+class ReadsFirstGlobMatch(FileReader):
+    def resolve(self, root, path):
+        if not glob.has_magic(path):
+            return super().resolve(root, path)
+        matches = self.matches(root, path)
+        if not matches:
+            raise context_failure("invalid_request", f"no file under {root!r} matches {path!r}")
+        return super().resolve(root, matches[0])
+
+    def matches(self, root, pattern) -> list[str]:
+        base = Path(root).resolve()
+        return sorted(str(found.relative_to(base)) for found in base.glob(pattern) if found.is_file())
+
+
+@variant("reports protocol_version 2 in its ProducerRef, the newest revision its build claims", "context/protocol.md#describe")
+class DescribesNewerProtocol(FileReader):
+    def describe(self, request, call):
+        reply = super().describe(request, call)
+        return {"producer": {**reply["producer"], "protocol_version": 2}}
 
 
 @variant("answers a token_budget of 0 with an invalid_request error", "R-UNSERVABLE-REQUEST")

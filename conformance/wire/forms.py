@@ -71,6 +71,17 @@ def to_json(message: ProtoMessage) -> dict:
     return _int64_as_numbers(message.DESCRIPTOR, data)
 
 
+def zeros_omitted(type_name: str, data: dict) -> dict:
+    """data as the proto3 JSON mapping writes it by default: fields at their zero value left out, as
+    protojson and most gRPC stacks carry them (names and int64s as in the canonical form)."""
+    message = parse(type_name, data)
+    try:
+        printed = json_format.MessageToDict(message, preserving_proto_field_name=True, unquote_int64_if_possible=True)
+    except json_format.SerializeToJsonError as exc:
+        raise WireFormError(f"not a valid {message.DESCRIPTOR.name}: {exc}") from None
+    return _int64_as_numbers(message.DESCRIPTOR, printed)
+
+
 _INT64_TYPES = frozenset({FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_SFIXED64,
                           FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64})
 
