@@ -14,6 +14,7 @@ import os
 import random
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -52,6 +53,31 @@ if hasattr(_providers, "_get_local_constants") and hasattr(_providers, "CONSTANT
 
 
 @dataclass
+class ScenarioTiming:
+    """Where one scenario's seconds went. `generating` is hypothesis' time before the scenario reached the suite:
+    drawing it, steering by its targets, and hypothesis' own bookkeeping since the scenario before (for the first,
+    since the search began). `driving` runs the implementation through it; `judging` is the checks' time."""
+    generating: float
+    driving: float = 0.0
+    judging: float = 0.0
+
+
+class _Judging:
+    """The judging share of an attempt: the attempt wraps its checks in `timed()`, the search reads `seconds`."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    @contextmanager
+    def timed(self):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+@dataclass
 class PropertyRun:
     profile: str = "default"
     seed: int | None = None
@@ -63,6 +89,7 @@ class PropertyRun:
     shrink_work: int = 2000
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
+    timings: list[ScenarioTiming] | None = field(default=None, compare=False, repr=False)  # one per scenario tried
 
     def __post_init__(self) -> None:
         if self.seed is None and not PROFILES[self.profile].get("derandomize"):
@@ -122,20 +149,41 @@ def large_share(profile: str) -> int:
 
 
 def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]],
-            aim: Callable[[dict], dict[str, float]] | None = None) -> _Search:
-    """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names."""
+            aim: Callable[[dict], dict[str, float]] | None = None, judging: _Judging | None = None) -> _Search:
+    """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names;
+    `judging` is what the attempt says of its checks' time, for run.timings."""
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(_cache_directory())
     found = _Search()
     planned = run.settings().max_examples
+    returned = [time.perf_counter()]  # when the last example returned to hypothesis (or the search began)
 
     def example(doc: dict) -> None:
+        try:
+            tried(doc)
+        finally:
+            returned[0] = time.perf_counter()
+
+    def timed_attempt(doc: dict, generating: float) -> tuple[list[Finding], str | None]:
+        if run.timings is None:
+            return attempt(doc)
+        started, timing = time.perf_counter(), ScenarioTiming(generating)
+        judged_before = judging.seconds if judging else 0.0
+        try:
+            return attempt(doc)
+        finally:
+            timing.judging = judging.seconds - judged_before if judging else 0.0
+            timing.driving = time.perf_counter() - started - timing.judging
+            run.timings.append(timing)
+
+    def tried(doc: dict) -> None:
         # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
         # again. Every failure is raised from the one line at the end: a failure raised elsewhere is another
         # bug to hypothesis, which then stops shrinking (a replay it takes for a flaky failure) or reports
         # the two in a BaseExceptionGroup (an _OutOfTime beside a _Failed) the search would not recognise.
         for label, score in (aim(doc) if aim else {}).items():
             target(score, label=label)
+        generating = time.perf_counter() - returned[0]
         if found.doc is None or doc != found.doc:
             if found.doc is not None and found.shrink_work >= run.shrink_work:
                 raise _OutOfTime()
@@ -146,7 +194,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
                 run.progress(f"scenario {found.examples} of {planned}" if found.doc is None else
                              f"shrinking a failure: {min(100, 100 * found.shrink_work // run.shrink_work)} % of its work")
             try:
-                findings, error = attempt(doc)
+                findings, error = timed_attempt(doc, generating)
             except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
                 found.not_restarted = f"could not start the implementation: {exc}"
                 raise _OutOfTime() from None
@@ -184,38 +232,47 @@ def _ours(exc: BaseException) -> bool:
 
 
 def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
+    judging = _Judging()
+
     def attempt(doc: dict) -> tuple[list[Finding], str | None]:
         scenario = kernel_scenario(doc)
         transcript = drive_kernel(connection.binding(), scenario)
         if transcript.error:
             connection.discard()
-        findings = kernel_checks.check_case(scenario, transcript)
+        with judging.timed():
+            findings = kernel_checks.check_case(scenario, transcript)
         findings, harness = split_harness(findings)
         return findings, transcript.error or harness
 
     return _result(CASE_IDS["kernel"], "Generated kernel scenarios hold every invariant",
-                   run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel")
+                   run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel", judging)
 
 
 def provider_property(connection: Connection, run: PropertyRun, manifest: Manifest, run_dir: Path) -> CaseResult:
+    judging = _Judging()
+
     def attempt(doc: dict) -> tuple[list[Finding], str | None]:
         case = provider_case(doc)
         workdir = case_directory(run_dir, f"property-{hashlib.sha1(repr(doc).encode()).hexdigest()[:10]}")
         transcript = drive_provider(connection.binding(), case, manifest, workdir)
         if transcript.error:
             connection.discard()
-        return provider_checks.one_scenario(provider_checks.check_case(transcript, manifest)), transcript.error
+        with judging.timed():
+            findings = provider_checks.one_scenario(provider_checks.check_case(transcript, manifest))
+        return findings, transcript.error
 
     return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
-                   run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider")
+                   run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider",
+                   judging)
 
 
-def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt, role: str | None = None) -> CaseResult:
+def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt, role: str | None = None,
+            judging: _Judging | None = None) -> CaseResult:
     started = time.perf_counter()
     result = CaseResult(case_id, title, source=f"hypothesis, profile {run.profile}, seed {run.seed}")
     aim = (lambda doc: space.targets(role, doc)) if role else None
     try:
-        found = _search(run, strategy, attempt, aim)
+        found = _search(run, strategy, attempt, aim, judging)
     except Exception:
         result.error = suite_defect("generating and judging scenarios")
         return result
