@@ -69,7 +69,7 @@ class GrpcKernelBinding:
             if op == "load":
                 return self._load(fields["config"])
             if op == "assemble":
-                result = self._rpc(self.stub.Assemble, json_format.ParseDict(fields, harness_pb2.AssembleRequest()))
+                result = self._rpc(self.stub.Assemble, forms.from_json(harness_pb2.AssembleRequest, fields))
                 result.setdefault("error", None)
                 self.relay.settle(self.relay.hang_limit)
                 return result
