@@ -109,9 +109,14 @@ class FakeProviders:
         return reply
 
 
+_REWORKS = ("edit", "reorder", "drop", "merge", "split")
+
+
 def _rework(prior: list[dict], action: dict, count) -> list[dict]:
     """Apply edit, then drop, reorder, merge and split (all by index into the prior chain)."""
     chain = json_copy(prior)  # canonical JSON: the recorder normalized the request
+    if not any(rework in action for rework in _REWORKS):  # the common case: the chain as it came
+        return chain
     for edit in action.get("edit", []):
         if edit["index"] >= len(chain):
             continue

@@ -92,8 +92,7 @@ def from_json(message_type: type[ProtoMessage], data: Any) -> ProtoMessage:
     once (json_format, 20 to 100 us) and each later message built from its bytes (about 1 us)."""
     try:
         _copied(data, 0)  # only plain JSON is known by its text: another value goes to json_format as it is
-        key = json.dumps(data, sort_keys=True, ensure_ascii=False)
-        return message_type.FromString(_wire_of(message_type, key))
+        return message_type.FromString(_wire_of(message_type, _KEY(data)))
     except (_NotPlain, DecodeError):  # DecodeError: nested deeper than protobuf's reader goes
         return json_format.ParseDict(data, message_type())
 
@@ -129,10 +128,15 @@ def _int64_as_numbers(descriptor, data: dict) -> dict:
 def normalize(type_name: str, data: Any) -> dict:
     """The canonical form of `data` read as `type_name`, a fresh copy each time."""
     try:
-        key = json.dumps(data, sort_keys=True, ensure_ascii=False)
+        key = _KEY(data)
     except (TypeError, ValueError):
         return to_json(parse(type_name, data))  # not JSON at all: parse says why
     return json_copy(_normalized(type_name, key))
+
+
+# A value's text as a cache key: json.dumps(data, sort_keys=True, ensure_ascii=False), without building an
+# encoder for every call (half of dumps' time on a small request).
+_KEY = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
 
 @functools.lru_cache(maxsize=8192)
