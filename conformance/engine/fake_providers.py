@@ -17,7 +17,7 @@ class FakeProviders:
     def __init__(self, scenario: KernelScenario):
         self.scenario = scenario
         self.turn: Turn | None = None
-        self._sections: dict[tuple[int, int, int], dict] = {}
+        self._sections: dict[tuple[int, int, int], bytes] = {}
 
     def answer(self, call: str, provider: str | None, request: dict) -> dict:
         """The result for one callback, or CallFailed / Hang."""
@@ -43,8 +43,8 @@ class FakeProviders:
         key = (id(spec), id(fake), id(model))
         made = self._sections.get(key)
         if made is None:
-            made = self._sections[key] = shorthand.section(spec, fake.name, fake.stability, model.count)
-        return json_copy(made)
+            made = self._sections[key] = forms.keep(shorthand.section(spec, fake.name, fake.stability, model.count))
+        return forms.fresh(made)
 
     def _find(self, name: str | None) -> FakeProvider:
         for fake in self.scenario.providers:
