@@ -75,7 +75,7 @@ def test_json_copy_is_the_round_trip(value):
         assert shares_nothing(got[1], forms.json_copy(got[1]))
 
 
-def test_json_copy_of_deep_or_circular_values_is_the_round_trip_s():
+def test_deep_or_circular_values_take_the_round_trip_itself():
     deep: list = []
     for _ in range(200):
         deep = [deep]
