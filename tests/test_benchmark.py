@@ -60,3 +60,20 @@ def test_the_property_timings_are_printed_per_scenario():
     assert lines[3].split() == ["1", "2.00", "10.00", "1.00"] and lines[4].split() == ["2", "4.00", "20.00", "3.00"]
     assert lines[5].split() == ["total", "6.00", "30.00", "4.00"] and lines[6].split() == ["median", "3.00", "15.00",
                                                                                             "2.00"]
+
+
+def test_a_property_run_times_every_scenario_it_tries_and_judges_as_without():
+    from conformance.bindings.base import KERNEL_PROTOCOL
+    from conformance.bindings.python import PythonBinding
+    from conformance.engine.connection import Connection
+    from conformance.properties.runner import PropertyRun, kernel_property
+
+    def run(timings):
+        with Connection(lambda: PythonBinding("conformance.reference.kernel:create", KERNEL_PROTOCOL, 10)) as c:
+            result = kernel_property(c, PropertyRun(profile="ci", examples=4, shrink=False, timings=timings))
+        return [(f.requirement, f.passed) for f in result.findings], result.error
+
+    timings: list = []
+    assert run(timings) == run(None)
+    assert timings and len(timings) <= 4
+    assert all(t.generating > 0 and t.driving > 0 and t.judging > 0 for t in timings)
