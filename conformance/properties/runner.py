@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import random
 import time
 import warnings
@@ -54,9 +55,10 @@ if hasattr(_providers, "_get_local_constants") and hasattr(_providers, "CONSTANT
 
 @dataclass
 class ScenarioTiming:
-    """Where one scenario's seconds went. `generating` is hypothesis' time before the scenario reached the suite:
-    drawing it, steering by its targets, and hypothesis' own bookkeeping since the scenario before (for the first,
-    since the search began). `driving` runs the implementation through it; `judging` is the checks' time."""
+    """Where one scenario's seconds went. `generating` is what went before the suite had it: hypothesis drawing
+    it, steering by its targets, and its own bookkeeping since the scenario before (for the first, since the
+    search began; a replayed search only unpickles it). `driving` runs the implementation through it;
+    `judging` is the checks' time."""
     generating: float
     driving: float = 0.0
     judging: float = 0.0
@@ -148,42 +150,104 @@ def large_share(profile: str) -> int:
     return LARGE_SHARE[profile]
 
 
-def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]],
-            aim: Callable[[dict], dict[str, float]] | None = None, judging: _Judging | None = None) -> _Search:
-    """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names;
-    `judging` is what the attempt says of its checks' time, for run.timings."""
-    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        set_hypothesis_home_dir(_cache_directory())
-    found = _Search()
-    planned = run.settings().max_examples
-    returned = [time.perf_counter()]  # when the last example returned to hypothesis (or the search began)
+# The scenarios of searches that passed whole, by what drew them (the strategy, the profile, the seed, the
+# number of examples). Hypothesis's generation sees nothing of the implementation but its failures (and the
+# target() scores, which are the scenarios' own): every search that passes draws the same scenarios in the
+# same order. So a later search in this process with the same key plays them back instead of drawing them
+# again (drawing is a third of an in-process certification, and the self-test certifies hundreds), and goes
+# back to hypothesis, from the start, at the first scenario that fails: what it reports is then hypothesis's.
+_PASSED_SEARCHES: dict[tuple, list[bytes]] = {}
 
-    def example(doc: dict) -> None:
-        try:
-            tried(doc)
-        finally:
-            returned[0] = time.perf_counter()
 
-    def timed_attempt(doc: dict, generating: float) -> tuple[list[Finding], str | None]:
-        if run.timings is None:
-            return attempt(doc)
-        started, timing = time.perf_counter(), ScenarioTiming(generating)
+def _timed(attempt: Callable[[dict], tuple[list[Finding], str | None]], timings: list[ScenarioTiming],
+           judging: _Judging | None) -> Callable[[dict], tuple[list[Finding], str | None]]:
+    """`attempt`, adding a ScenarioTiming of each scenario it tries to `timings`; what went before it since the
+    last attempt ended (or since the search began) is the generating. The attempt is wrapped, not the example
+    hypothesis runs: the ci profile's fixed seed comes from that function's source, and changing it would
+    change the scenarios every run draws."""
+    ended = [time.perf_counter()]
+
+    def timed(doc: dict) -> tuple[list[Finding], str | None]:
+        started = time.perf_counter()
+        timing = ScenarioTiming(generating=started - ended[0])
         judged_before = judging.seconds if judging else 0.0
         try:
             return attempt(doc)
         finally:
             timing.judging = judging.seconds - judged_before if judging else 0.0
-            timing.driving = time.perf_counter() - started - timing.judging
-            run.timings.append(timing)
+            ended[0] = time.perf_counter()
+            timing.driving = ended[0] - started - timing.judging
+            timings.append(timing)
 
-    def tried(doc: dict) -> None:
+    return timed
+
+
+def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]],
+            aim: Callable[[dict], dict[str, float]] | None = None, drawn_by: tuple | None = None,
+            judging: _Judging | None = None) -> _Search:
+    """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names.
+    `drawn_by` names the strategy (the same value for the same scenarios), so that a passed search replays.
+    `judging` is what the attempt says of its checks' time, for run.timings."""
+    if run.timings is not None:
+        attempt = _timed(attempt, run.timings, judging)
+    key = drawn_by and (*drawn_by, run.profile, run.seed, run.settings().max_examples)
+    if key in _PASSED_SEARCHES:
+        replayed = _replay(run, _PASSED_SEARCHES[key], attempt)
+        if replayed is not None:
+            return replayed
+    drawn: list[bytes] = []
+    found = _draw(run, strategy, lambda doc: (drawn.append(pickle.dumps(doc)), attempt(doc))[1], aim)
+    if key and found.doc is None and not (found.not_restarted or found.defect):
+        _PASSED_SEARCHES[key] = drawn
+    return found
+
+
+def _replay(run: PropertyRun, drawn: list[bytes], attempt) -> _Search | None:
+    """The scenarios of a passed search, tried in order; None at the first that fails, for hypothesis to search."""
+    found = _Search()
+    example = _example(run, found, attempt, len(drawn))
+    for doc in drawn:
+        try:
+            example(pickle.loads(doc))
+        except _Failed:
+            return None
+        except _OutOfTime:  # the implementation could not be restarted, or the suite's bug: as hypothesis stops
+            return found
+    return found
+
+
+def _draw(run: PropertyRun, strategy, attempt, aim) -> _Search:
+    """Hypothesis's search: it draws the scenarios, and shrinks a failure unless the run says not to."""
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        set_hypothesis_home_dir(_cache_directory())
+    found = _Search()
+    example = _example(run, found, attempt, run.settings().max_examples, aim)
+    test = given(strategy)(example)
+    test = run.settings()(test)
+    if run.seed is not None and not PROFILES[run.profile].get("derandomize"):
+        test = fix_seed(run.seed)(test)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HypothesisWarning)
+        try:
+            test()
+        except BaseException as exc:
+            # Ours, alone or grouped (a racy implementation whose failure did not reproduce: the one found
+            # stands). Anything else is a bug of the suite, or hypothesis', or an interrupt: it goes on up.
+            if not _ours(exc):
+                raise
+    return found
+
+
+def _example(run: PropertyRun, found: _Search, attempt, planned: int, aim=None) -> Callable[[dict], None]:
+    """The test of one scenario: it tries the scenario and keeps what it found in `found`."""
+
+    def example(doc: dict) -> None:
         # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
         # again. Every failure is raised from the one line at the end: a failure raised elsewhere is another
         # bug to hypothesis, which then stops shrinking (a replay it takes for a flaky failure) or reports
         # the two in a BaseExceptionGroup (an _OutOfTime beside a _Failed) the search would not recognise.
         for label, score in (aim(doc) if aim else {}).items():
             target(score, label=label)
-        generating = time.perf_counter() - returned[0]
         if found.doc is None or doc != found.doc:
             if found.doc is not None and found.shrink_work >= run.shrink_work:
                 raise _OutOfTime()
@@ -194,7 +258,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
                 run.progress(f"scenario {found.examples} of {planned}" if found.doc is None else
                              f"shrinking a failure: {min(100, 100 * found.shrink_work // run.shrink_work)} % of its work")
             try:
-                findings, error = timed_attempt(doc, generating)
+                findings, error = attempt(doc)
             except HarnessError as exc:  # it could not be (re)started: no scenario can show more, nothing to shrink
                 found.not_restarted = f"could not start the implementation: {exc}"
                 raise _OutOfTime() from None
@@ -210,20 +274,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
             found.doc, found.failures, found.error = doc, failed, error  # the last one is the simplest yet
         raise _Failed()
 
-    test = given(strategy)(example)
-    test = run.settings()(test)
-    if run.seed is not None and not PROFILES[run.profile].get("derandomize"):
-        test = fix_seed(run.seed)(test)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", HypothesisWarning)
-        try:
-            test()
-        except BaseException as exc:
-            # Ours, alone or grouped (a racy implementation whose failure did not reproduce: the one found
-            # stands). Anything else is a bug of the suite, or hypothesis', or an interrupt: it goes on up.
-            if not _ours(exc):
-                raise
-    return found
+    return example
 
 
 def _ours(exc: BaseException) -> bool:
@@ -245,7 +296,8 @@ def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
         return findings, transcript.error or harness
 
     return _result(CASE_IDS["kernel"], "Generated kernel scenarios hold every invariant",
-                   run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel", judging)
+                   run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel",
+                   ("kernel", large_share(run.profile)), judging)
 
 
 def provider_property(connection: Connection, run: PropertyRun, manifest: Manifest, run_dir: Path) -> CaseResult:
@@ -263,16 +315,16 @@ def provider_property(connection: Connection, run: PropertyRun, manifest: Manife
 
     return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
                    run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider",
-                   judging)
+                   ("provider", large_share(run.profile), manifest.name), judging)
 
 
 def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt, role: str | None = None,
-            judging: _Judging | None = None) -> CaseResult:
+            drawn_by: tuple | None = None, judging: _Judging | None = None) -> CaseResult:
     started = time.perf_counter()
     result = CaseResult(case_id, title, source=f"hypothesis, profile {run.profile}, seed {run.seed}")
     aim = (lambda doc: space.targets(role, doc)) if role else None
     try:
-        found = _search(run, strategy, attempt, aim, judging)
+        found = _search(run, strategy, attempt, aim, drawn_by, judging)
     except Exception:
         result.error = suite_defect("generating and judging scenarios")
         return result
