@@ -11,7 +11,6 @@ import threading
 import time
 
 import grpc
-from google.protobuf import json_format
 
 from conformance.bindings.base import CallFailed, Crash, Hang, OnCallback, no_callbacks
 from conformance.bindings.grpc_wire import SocketDir, abort, server, start
@@ -66,7 +65,7 @@ class Relay:
         try:
             result = on_callback(call, provider, forms.to_json(request))
             self._note_if_late(on_callback, call, provider, context)
-            return json_format.ParseDict(result, response_type())
+            return forms.from_json(response_type, result)
         except Hang as hang:
             self.hold(hang, context)
         except CallFailed as failure:

@@ -17,7 +17,6 @@ suite and sees exactly what a stdio shim would.
 from __future__ import annotations
 
 import importlib
-import json
 import queue
 import threading
 import time
@@ -26,10 +25,7 @@ import traceback
 from conformance.bindings import trace
 from conformance.bindings.base import (CALLBACK_WALL, CallFailed, Hang, HarnessError, LaunchError, OnCallback,
                                        checked_hello, deadline_exceeded, no_callbacks, no_suite_time)
-
-
-def _json_copy(value):
-    return json.loads(json.dumps(value))
+from conformance.wire.forms import json_copy  # what crossing as a JSON line makes of a value
 
 
 def load_factory(target: str):
@@ -87,11 +83,11 @@ class PythonBinding:
         def call(name: str, provider: str | None, request: dict) -> dict:
             trace.record("python", trace.FROM_IMPL, {"call": name, "provider": provider, "request": request})
             try:
-                result = _json_copy(on_callback(name, provider, _json_copy(request)))
+                result = json_copy(on_callback(name, provider, json_copy(request)))
             except Hang:
                 failure = deadline_exceeded()
             except CallFailed as failed:
-                failure = CallFailed.from_json(_json_copy(failed.to_json()))
+                failure = CallFailed.from_json(json_copy(failed.to_json()))
             else:
                 trace.record("python", trace.TO_IMPL, {"result": result})
                 return result
@@ -102,9 +98,9 @@ class PythonBinding:
 
         def run() -> None:
             try:
-                outcome["result"] = _json_copy(method(_json_copy(fields), call))
+                outcome["result"] = json_copy(method(json_copy(fields), call))
             except CallFailed as failure:  # a structured error answer: the op's result, not a crash
-                outcome["failed"] = CallFailed.from_json(_json_copy(failure.to_json()))
+                outcome["failed"] = CallFailed.from_json(json_copy(failure.to_json()))
             except Exception:
                 outcome["error"] = traceback.format_exc(limit=8)
 

@@ -4,20 +4,20 @@ is certified. Each answers the kernel's callbacks from its script."""
 from __future__ import annotations
 
 import copy
-import json
 import time
 
 from conformance.bindings.base import CallFailed, Crash, Hang
 from conformance.data import shorthand
 from conformance.engine.scenario import FakeProvider, KernelScenario, Turn
 from conformance.wire import forms, tokens
+from conformance.wire.forms import json_copy
 
 
 class FakeProviders:
     def __init__(self, scenario: KernelScenario):
         self.scenario = scenario
         self.turn: Turn | None = None
-        self._sections: dict[tuple, str] = {}
+        self._sections: dict[tuple[int, int, int], bytes] = {}
 
     def answer(self, call: str, provider: str | None, request: dict) -> dict:
         """The result for one callback, or CallFailed / Hang."""
@@ -37,12 +37,14 @@ class FakeProviders:
 
     def _section(self, spec: dict, fake: FakeProvider, model) -> dict:
         """A fresh copy of the section `spec` makes. The same ones are returned turn after turn, and making
-        one (json_format, a token count) costs several times the copy: each is made once per scenario."""
-        key = (json.dumps(spec, sort_keys=True), fake.name, fake.stability, model.count_tokens)
+        one (json_format, a token count) costs several times the copy: each is made once per scenario. The
+        spec, the provider and the model are the scenario's own, unchanged while it runs and alive as long as
+        it is, so their identities name them (no id is reused while the scenario holds them)."""
+        key = (id(spec), id(fake), id(model))
         made = self._sections.get(key)
         if made is None:
-            made = self._sections[key] = json.dumps(shorthand.section(spec, fake.name, fake.stability, model.count))
-        return json.loads(made)
+            made = self._sections[key] = forms.keep(shorthand.section(spec, fake.name, fake.stability, model.count))
+        return forms.fresh(made)
 
     def _find(self, name: str | None) -> FakeProvider:
         for fake in self.scenario.providers:
@@ -107,9 +109,14 @@ class FakeProviders:
         return reply
 
 
+_REWORKS = ("edit", "reorder", "drop", "merge", "split")
+
+
 def _rework(prior: list[dict], action: dict, count) -> list[dict]:
     """Apply edit, then drop, reorder, merge and split (all by index into the prior chain)."""
-    chain = copy.deepcopy(prior)
+    chain = json_copy(prior)  # canonical JSON: the recorder normalized the request
+    if not any(rework in action for rework in _REWORKS):  # the common case: the chain as it came
+        return chain
     for edit in action.get("edit", []):
         if edit["index"] >= len(chain):
             continue

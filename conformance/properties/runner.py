@@ -15,6 +15,7 @@ import pickle
 import random
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -56,6 +57,32 @@ DERANDOMIZED_SEED = 0  # the ci profile's scenarios, whatever the code around th
 
 
 @dataclass
+class ScenarioTiming:
+    """Where one scenario's seconds went. `generating` is what went before the suite had it: hypothesis drawing
+    it, steering by its targets, and its own bookkeeping since the scenario before (for the first, since the
+    search began; a replayed search only unpickles it). `driving` runs the implementation through it;
+    `judging` is the checks' time."""
+    generating: float
+    driving: float = 0.0
+    judging: float = 0.0
+
+
+class _Judging:
+    """The judging share of an attempt: the attempt wraps its checks in `timed()`, the search reads `seconds`."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    @contextmanager
+    def timed(self):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+@dataclass
 class PropertyRun:
     profile: str = "default"
     seed: int | None = None
@@ -67,6 +94,7 @@ class PropertyRun:
     shrink_work: int = 2000
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
+    timings: list[ScenarioTiming] | None = field(default=None, compare=False, repr=False)  # one per scenario tried
 
     def __post_init__(self) -> None:
         if self.seed is None and not PROFILES[self.profile].get("derandomize"):
@@ -134,10 +162,35 @@ def large_share(profile: str) -> int:
 _PASSED_SEARCHES: dict[tuple, list[bytes]] = {}
 
 
+def _timed(attempt: Callable[[dict], tuple[list[Finding], str | None]], timings: list[ScenarioTiming],
+           judging: _Judging | None) -> Callable[[dict], tuple[list[Finding], str | None]]:
+    """`attempt`, adding a ScenarioTiming of each scenario it tries to `timings`; what went before it since the
+    last attempt ended (or since the search began) is the generating."""
+    ended = [time.perf_counter()]
+
+    def timed(doc: dict) -> tuple[list[Finding], str | None]:
+        started = time.perf_counter()
+        timing = ScenarioTiming(generating=started - ended[0])
+        judged_before = judging.seconds if judging else 0.0
+        try:
+            return attempt(doc)
+        finally:
+            timing.judging = judging.seconds - judged_before if judging else 0.0
+            ended[0] = time.perf_counter()
+            timing.driving = ended[0] - started - timing.judging
+            timings.append(timing)
+
+    return timed
+
+
 def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]],
-            aim: Callable[[dict], dict[str, float]] | None = None, drawn_by: tuple | None = None) -> _Search:
+            aim: Callable[[dict], dict[str, float]] | None = None, drawn_by: tuple | None = None,
+            judging: _Judging | None = None) -> _Search:
     """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names.
-    `drawn_by` names the strategy (the same value for the same scenarios), so that a passed search replays."""
+    `drawn_by` names the strategy (the same value for the same scenarios), so that a passed search replays.
+    `judging` is what the attempt says of its checks' time, for run.timings."""
+    if run.timings is not None:
+        attempt = _timed(attempt, run.timings, judging)
     key = drawn_by and (*drawn_by, run.profile, run.seed, run.settings().max_examples)
     if key in _PASSED_SEARCHES:
         replayed = _replay(run, _PASSED_SEARCHES[key], attempt)
@@ -235,41 +288,48 @@ def _ours(exc: BaseException) -> bool:
 
 
 def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
+    judging = _Judging()
+
     def attempt(doc: dict) -> tuple[list[Finding], str | None]:
         scenario = kernel_scenario(doc)
         transcript = drive_kernel(connection.binding(), scenario)
         if transcript.error:
             connection.discard()
-        findings = kernel_checks.check_case(scenario, transcript)
+        with judging.timed():
+            findings = kernel_checks.check_case(scenario, transcript)
         findings, harness = split_harness(findings)
         return findings, transcript.error or harness
 
     return _result(CASE_IDS["kernel"], "Generated kernel scenarios hold every invariant",
                    run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel",
-                   ("kernel", large_share(run.profile)))
+                   ("kernel", large_share(run.profile)), judging)
 
 
 def provider_property(connection: Connection, run: PropertyRun, manifest: Manifest, run_dir: Path) -> CaseResult:
+    judging = _Judging()
+
     def attempt(doc: dict) -> tuple[list[Finding], str | None]:
         case = provider_case(doc)
         workdir = case_directory(run_dir, f"property-{hashlib.sha1(repr(doc).encode()).hexdigest()[:10]}")
         transcript = drive_provider(connection.binding(), case, manifest, workdir)
         if transcript.error:
             connection.discard()
-        return provider_checks.one_scenario(provider_checks.check_case(transcript, manifest)), transcript.error
+        with judging.timed():
+            findings = provider_checks.one_scenario(provider_checks.check_case(transcript, manifest))
+        return findings, transcript.error
 
     return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
                    run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider",
-                   ("provider", large_share(run.profile), manifest.name))
+                   ("provider", large_share(run.profile), manifest.name), judging)
 
 
 def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt, role: str | None = None,
-            drawn_by: tuple | None = None) -> CaseResult:
+            drawn_by: tuple | None = None, judging: _Judging | None = None) -> CaseResult:
     started = time.perf_counter()
     result = CaseResult(case_id, title, source=f"hypothesis, profile {run.profile}, seed {run.seed}")
     aim = (lambda doc: space.targets(role, doc)) if role else None
     try:
-        found = _search(run, strategy, attempt, aim, drawn_by)
+        found = _search(run, strategy, attempt, aim, drawn_by, judging)
     except Exception:
         result.error = suite_defect("generating and judging scenarios")
         return result

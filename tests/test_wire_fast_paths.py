@@ -1,0 +1,128 @@
+"""The per-message shortcuts of conformance/wire/forms.py give what the slow paths they replace give: json_copy
+what a JSON round trip makes of a value (or the round trip's error), to_json what json_format makes of a message,
+from_json what json_format.ParseDict parses (or its error), the second time as the first."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from google.protobuf import json_format
+from hypothesis import given, settings, strategies as st
+
+from conformance.wire import forms
+from conformance.wire.pb.ctxconf.harness.v1 import harness_pb2
+from conformance.wire.pb.pluggableharness.context.v1 import context_pb2
+
+plain = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                     max_leaves=30)
+
+
+class Text(str):
+    pass
+
+
+# What a JSON round trip changes or refuses: tuples, keys that are not strings, subclasses, ints past the
+# digits Python writes, values json cannot write at all.
+unplain = st.one_of(plain, st.tuples(plain, plain), st.dictionaries(st.integers() | st.booleans() | st.none(), plain,
+                                                                    max_size=3),
+                    st.builds(Text, st.text()), st.just(10 ** 5000), st.just({1, 2}), st.just(b"bytes"),
+                    st.lists(st.just(("a", 1)), max_size=2))
+
+
+def round_trip(value):
+    try:
+        return "value", json.loads(json.dumps(value))
+    except Exception as exc:  # noqa: BLE001 (the error is what is compared)
+        return "error", type(exc)
+
+
+def copied(value):
+    try:
+        return "value", forms.json_copy(value)
+    except Exception as exc:  # noqa: BLE001
+        return "error", type(exc)
+
+
+def same(a, b) -> bool:
+    """Equal as JSON values, NaN equal to NaN, and of the same types all through."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def shares_nothing(a, b) -> bool:
+    if isinstance(a, (dict, list)):
+        children = zip(a.values(), b.values()) if isinstance(a, dict) else zip(a, b)
+        return a is not b and all(shares_nothing(x, y) for x, y in children)
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(unplain, st.lists(unplain, max_size=3), st.dictionaries(st.text(), unplain, max_size=3)))
+def test_json_copy_is_the_round_trip(value):
+    expected, got = round_trip(value), copied(value)
+    assert expected[0] == got[0] and (same(expected[1], got[1]) if got[0] == "value" else expected[1] == got[1])
+    if got[0] == "value":
+        assert shares_nothing(got[1], forms.json_copy(got[1]))
+
+
+def test_deep_or_circular_values_take_the_round_trip_itself():
+    deep: list = []
+    for _ in range(200):
+        deep = [deep]
+    assert forms.json_copy(deep) == json.loads(json.dumps(deep))
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ValueError):
+        forms.json_copy(loop)
+
+
+REQUESTS = [
+    {"token_budget": 100},
+    {"session_id": "s", "token_budget": "9007199254740993", "modelTarget": {"id": "m", "context_window": 7},
+     "prior_sections": [{"provider": "p", "label": "L", "content": [{"text": {"text": "é"}}], "tokens": 3,
+                         "stability": 2}]},
+]
+
+
+@pytest.mark.parametrize("data", REQUESTS)
+def test_to_json_is_json_formats_form_each_time(data):
+    message = json_format.ParseDict(data, context_pb2.ContextRequest(), ignore_unknown_fields=True)
+    first, second = forms.to_json(message), forms.to_json(message)
+    assert first == second == forms._canonical(message) and first is not second
+    first["prior_sections"].append("changed")  # a copy: what was kept is untouched
+    assert forms.to_json(message) == forms._canonical(message)
+
+
+@pytest.mark.parametrize("data", REQUESTS + [{"token_budget": "x"}, {"no_such_field": 1}, {"prior_sections": {}}])
+def test_from_json_parses_as_json_format_does(data):
+    def parsed():
+        try:
+            return "message", json_format.ParseDict(data, context_pb2.ContextRequest())
+        except json_format.ParseError:
+            return "error", None
+
+    expected = parsed()
+    for _ in range(2):
+        if expected[0] == "error":
+            with pytest.raises(json_format.ParseError):
+                forms.from_json(context_pb2.ContextRequest, data)
+        else:
+            assert forms.from_json(context_pb2.ContextRequest, data) == expected[1]
+
+
+def test_from_json_takes_other_values_to_json_format_as_they_are():
+    fields = {"turn": {"session_id": "s", "turn_id": "t", "model": "m"}}
+    assert forms.from_json(harness_pb2.AssembleRequest, fields) == json_format.ParseDict(fields,
+                                                                                          harness_pb2.AssembleRequest())
+    with pytest.raises(json_format.ParseError):
+        forms.from_json(context_pb2.ContextRequest, {"files_touched": ("a", 1)})
