@@ -194,11 +194,13 @@ def main(argv: list[str] | None = None) -> int | None:
             cookie="ok" if given == cookie[1] else "missing" if given is None else "wrong",
             protocol_versions=os.environ.get("PLUGIN_PROTOCOL_VERSIONS"))
     time.sleep(args.handshake_delay)  # slow to start: it serves, or gives up without a handshake, that much later
-    problem = refusal(cookie) or ("told to print no handshake line (--no-handshake)" if args.no_handshake else None)
-    # ^ as a go-plugin plugin refuses; without PLUGIN_PROTOCOL_VERSIONS it serves its own
+    problem = refusal(cookie)  # as a go-plugin plugin refuses; without PLUGIN_PROTOCOL_VERSIONS it serves its own
     if problem:
         print(problem, file=sys.stderr)
         observe("refused", why=problem)
+        return 1
+    if args.no_handshake:  # as a plugin that cannot start: gone without a handshake line
+        observe("refused", why="told to print no handshake line (--no-handshake)")
         return 1
     callbacks = CallbackChannel(observe, args.probe_model, args.count_at_offer)
     channel = grpc.insecure_channel(args.relay, options=CHANNEL_OPTIONS)

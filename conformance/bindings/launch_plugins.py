@@ -172,7 +172,7 @@ class LaunchingKernel:
                 self.stopped = True  # it is not used again: a fresh one serves the next case
         launches = [launch for report in reports for launch in _read(report)]
         self._wait_for_exit(launches)
-        if reloads and not self.inner.broken and not all(launch["exited"] for launch in launches):
+        if reloads and not self.stopped and not self.inner.broken and not all(launch["exited"] for launch in launches):
             # R-PLUGIN-LIFETIME: a kernel may keep a configuration's plugins until it stops. Told to stop, it
             # must let them go; it is not used again (a fresh one serves the next case).
             self._stop_inner()

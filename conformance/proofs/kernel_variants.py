@@ -543,8 +543,8 @@ class LeavesItsSocketDirectory(ReferenceKernel):
     plugin_fleet = _fleet_with(close=_close_leaving_the_socket_directory)
 
 
-@variant("names the socket of its callback service otherwise (the broker ID stays 1)", "kernel-callbacks.md#the-callback-channel",
-         plugins=True)
+@variant("names the socket of its callback service otherwise (the broker ID stays 1)",
+         "kernel-callbacks.md#the-callback-channel", plugins=True)
 class OwnCallbackSocketName(ReferenceKernel):
     plugin_fleet = _fleet_with(CALLBACK_SOCKET="callbacks-of-this-kernel")
 
