@@ -3,7 +3,10 @@ kernel in-process or over stdio and get its case results back."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -99,8 +102,38 @@ def processes_under(folder: Path) -> list[int]:
     return found
 
 
+@pytest.fixture(scope="session")
+def selftest_outcome(tmp_path_factory, request):
+    """The self-test's outcome for a subject (ci profile), certified once per pytest run: the first test, in
+    any pytest-xdist worker, to ask for it certifies it while holding its lock, and every other test that
+    asks reads it back (or waits for it). The outcomes live in the run's base directory, which every
+    worker of one run shares and the next run does not."""
+    from conformance.commands import selftest
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if hasattr(request.config, "workerinput") else base) / "selftest-outcomes"
+    folder.mkdir(exist_ok=True)
+
+    def outcome(subject):
+        name = hashlib.sha1(repr(subject.key).encode()).hexdigest()
+        done = folder / f"{name}.pickle"
+        with open(folder / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                (folder / f"{name}.part").write_bytes(pickle.dumps(selftest.certify(subject, "ci", None)))
+                (folder / f"{name}.part").replace(done)
+            return pickle.loads(done.read_bytes())
+
+    return outcome
+
+
+LAST = ("test_every_vector_kills_a_mutant_and_every_must_is_caught_by_a_vector",)
+
+
 def pytest_collection_modifyitems(items):
     """The self-test is most of the run, and the packaging test and the demo matrix (two mutants' counterexamples
-    shrunk) are long single tests: hand them to the workers first, so that the short tests fill
-    the gaps at the end instead of one long test running alone."""
-    items.sort(key=lambda item: item.path.name not in ("test_selftest.py", "test_packaging.py", "test_matrix.py"))
+    shrunk) are long single tests: hand them to the workers first, so that the short tests fill the gaps at
+    the end instead of one long test running alone. The tests that gather every mutant's outcome come last,
+    when the other workers have certified them all."""
+    items.sort(key=lambda item: (item.originalname in LAST,
+                                 item.path.name not in ("test_selftest.py", "test_packaging.py", "test_matrix.py")))

@@ -178,3 +178,31 @@ def test_generation_does_not_draw_on_the_literals_of_imported_modules():
     from conformance.properties import runner
     assert providers._get_local_constants is runner._NoLocalConstants
     assert providers._get_local_constants().set_for_type("integer") == ()
+
+
+def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_to_hypothesis(monkeypatch):
+    """Later searches with the same strategy, profile and seed try the scenarios the first drew, in its order,
+    without hypothesis; at the first that fails hypothesis searches from the start, so the report is its own."""
+    from conformance.engine.results import Finding
+    from conformance.properties import runner
+    monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
+    pairs, run = _pairs()
+    seen: list[list[dict]] = [[], [], []]
+
+    def attempt(tried, fails=lambda doc: False):
+        return lambda doc: (tried.append(doc), ([Finding("K-BUDGET-REJECT", not fails(doc), "over")], None))[1]
+    first = runner._search(run, pairs, attempt(seen[0]), drawn_by=("pairs",))
+    drawn = []
+    monkeypatch.setattr(runner, "_draw", lambda *a: drawn.append(a) or runner._Search())
+    second = runner._search(run, pairs, attempt(seen[1]), drawn_by=("pairs",))
+    assert seen[1] == seen[0] and len(seen[0]) == run.settings().max_examples and drawn == []
+    assert (second.examples, second.exercised, second.failed) == (first.examples, first.exercised, {})
+    monkeypatch.undo()
+    monkeypatch.setattr(runner, "_PASSED_SEARCHES", {("pairs", "ci", None, run.settings().max_examples):
+                                                          [*map(runner.pickle.dumps, seen[0])]})
+    middle = seen[0][len(seen[0]) // 2]
+    failing = runner._search(run, pairs, attempt(seen[2], lambda doc: doc == middle), drawn_by=("pairs",))
+    fresh = runner._search(run, pairs, attempt([], lambda doc: doc == middle))  # no key: hypothesis alone
+    assert seen[2][:len(seen[0]) // 2 + 1] == seen[0][:len(seen[0]) // 2 + 1]  # replayed up to the failure...
+    assert (failing.doc, failing.examples, failing.failed.keys()) == (fresh.doc, fresh.examples, fresh.failed.keys())
+    assert failing.doc == middle  # ...then hypothesis drew again and found it, as it does with no replay at all

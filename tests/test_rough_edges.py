@@ -129,3 +129,23 @@ def test_a_property_run_says_which_scenario_it_is_on(monkeypatch):
     shown.console.file = io.StringIO()
     shown.update("scenario 7 of 60")
     assert shown.console.file.getvalue() == "[1/3]   scenario 7 of 60\n"
+
+
+def test_a_self_test_told_to_stop_stops_at_once_and_leaves_nothing_running(tmp_path):
+    """SIGTERM in the middle of a parallel self-test: the subjects not started are dropped (the pool would run
+    them all before it closed) and the workers stop theirs, so the command ends at once, exit 143."""
+    import os
+    import signal
+    import time
+    from tests.conftest import processes_under
+    command = [sys.executable, "-m", "conformance", "selftest", "-k", "Reader", "--jobs", "2"]
+    run = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.stderr.readline().startswith("[1/")  # a subject done, others running and waiting
+    run.send_signal(signal.SIGTERM)
+    stopped = time.monotonic()
+    assert run.wait(timeout=60) == 143 and time.monotonic() - stopped < 20
+    deadline = time.monotonic() + 5
+    while processes_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_under(tmp_path) == []

@@ -52,3 +52,14 @@ def test_generated_code_is_not_stale():
     run = subprocess.run([sys.executable, str(paths.RUNNERS / "protos" / "generate.py"), "--check"],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_a_word_is_a_run_of_non_space_for_every_code_point():
+    """tokens.words splits as the regular expression \\S+ does, code point by code point (the suite's tokenizers
+    are documented as runs of non-space)."""
+    import re
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000)
+    spaces = "".join(c for c in every if re.fullmatch(r"\s", c))
+    assert spaces == "".join(c for c in every if c.isspace()) and len(spaces) > 20
+    mixed = "".join(f"{s}word{i}{s}{s}" for i, s in enumerate(spaces)) + "tail"
+    assert tokens.words(mixed) == len(re.findall(r"\S+", mixed)) == len(spaces) + 1

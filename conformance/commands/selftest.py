@@ -17,7 +17,6 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from conformance.bindings.grpc_provider import GrpcProviderBinding
 from conformance.bindings.launch_plugins import LaunchingKernel
 from conformance.bindings.python import PythonBinding
 from conformance.bindings.stdio import StdioBinding
-from conformance.commands import shards
+from conformance.commands import pool, shards
 from conformance.commands.certify import ROLES
 from conformance.commands.shards import Shard
 from conformance.commands.funnel import run_cases
@@ -295,17 +294,33 @@ def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, o
     keys = [s.key for s in slowest_first(everyone)]
     workers = jobs or min(len(keys), cores())
     done: list[Outcome] = []
+
+    def finished(outcome: Outcome) -> None:
+        done.append(outcome)
+        on_done(outcome, len(done), len(keys))
+
     if workers <= 1:
         for key in keys:
-            done.append(_certify_by_key(key, profile, seed))
-            on_done(done[-1], len(done), len(keys))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for future in as_completed([pool.submit(_certify_by_key, k, profile, seed) for k in keys]):
-                done.append(future.result())
-                on_done(done[-1], len(done), len(keys))
+            finished(_certify_by_key(key, profile, seed))
+    else:  # commands/pool: interrupted, it hands out no more subjects and its workers close what they hold
+        by_key = {s.key: s for s in everyone}
+        pool.run(workers, _Certifier, (profile, seed), keys, finished,
+                 lambda index, key, why: Outcome(by_key[key], errors=[f"the self-test's worker: {why}"]))
     by_key = {o.subject.key: o for o in done}
     return [by_key[s.key] for s in everyone]
+
+
+class _Certifier:
+    """A worker process of the self-test (commands/pool): it certifies the subjects it is handed."""
+
+    def __init__(self, profile: str, seed: int | None, number: int):
+        self.profile, self.seed = profile, seed
+
+    def item(self, index: int, key: tuple[str, str, str]) -> Outcome:
+        return _certify_by_key(key, self.profile, self.seed)
+
+    def finish(self) -> list:
+        return []
 
 
 def unit_list(everyone: list[Subject]) -> list[list]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import random
 import time
 import warnings
@@ -121,13 +122,69 @@ def large_share(profile: str) -> int:
     return LARGE_SHARE[profile]
 
 
+# The scenarios of searches that passed whole, by what drew them (the strategy, the profile, the seed, the
+# number of examples). Hypothesis's generation sees nothing of the implementation but its failures (and the
+# target() scores, which are the scenarios' own): every search that passes draws the same scenarios in the
+# same order. So a later search in this process with the same key plays them back instead of drawing them
+# again (drawing is a third of an in-process certification, and the self-test certifies hundreds), and goes
+# back to hypothesis, from the start, at the first scenario that fails: what it reports is then hypothesis's.
+_PASSED_SEARCHES: dict[tuple, list[bytes]] = {}
+
+
 def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Finding], str | None]],
-            aim: Callable[[dict], dict[str, float]] | None = None) -> _Search:
-    """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names."""
+            aim: Callable[[dict], dict[str, float]] | None = None, drawn_by: tuple | None = None) -> _Search:
+    """Run the search; `aim` scores each scenario for hypothesis' target(), toward the boundaries it names.
+    `drawn_by` names the strategy (the same value for the same scenarios), so that a passed search replays."""
+    key = drawn_by and (*drawn_by, run.profile, run.seed, run.settings().max_examples)
+    if key in _PASSED_SEARCHES:
+        replayed = _replay(run, _PASSED_SEARCHES[key], attempt)
+        if replayed is not None:
+            return replayed
+    drawn: list[bytes] = []
+    found = _draw(run, strategy, lambda doc: (drawn.append(pickle.dumps(doc)), attempt(doc))[1], aim)
+    if key and found.doc is None and not (found.not_restarted or found.defect):
+        _PASSED_SEARCHES[key] = drawn
+    return found
+
+
+def _replay(run: PropertyRun, drawn: list[bytes], attempt) -> _Search | None:
+    """The scenarios of a passed search, tried in order; None at the first that fails, for hypothesis to search."""
+    found = _Search()
+    example = _example(run, found, attempt, len(drawn))
+    for doc in drawn:
+        try:
+            example(pickle.loads(doc))
+        except _Failed:
+            return None
+        except _OutOfTime:  # the implementation could not be restarted, or the suite's bug: as hypothesis stops
+            return found
+    return found
+
+
+def _draw(run: PropertyRun, strategy, attempt, aim) -> _Search:
+    """Hypothesis's search: it draws the scenarios, and shrinks a failure unless the run says not to."""
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(_cache_directory())
     found = _Search()
-    planned = run.settings().max_examples
+    example = _example(run, found, attempt, run.settings().max_examples, aim)
+    test = given(strategy)(example)
+    test = run.settings()(test)
+    if run.seed is not None and not PROFILES[run.profile].get("derandomize"):
+        test = fix_seed(run.seed)(test)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HypothesisWarning)
+        try:
+            test()
+        except BaseException as exc:
+            # Ours, alone or grouped (a racy implementation whose failure did not reproduce: the one found
+            # stands). Anything else is a bug of the suite, or hypothesis', or an interrupt: it goes on up.
+            if not _ours(exc):
+                raise
+    return found
+
+
+def _example(run: PropertyRun, found: _Search, attempt, planned: int, aim=None) -> Callable[[dict], None]:
+    """The test of one scenario: it tries the scenario and keeps what it found in `found`."""
 
     def example(doc: dict) -> None:
         # Hypothesis replays a failing example, to confirm it and to report it: the one just run is not run
@@ -162,20 +219,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
             found.doc, found.failures, found.error = doc, failed, error  # the last one is the simplest yet
         raise _Failed()
 
-    test = given(strategy)(example)
-    test = run.settings()(test)
-    if run.seed is not None and not PROFILES[run.profile].get("derandomize"):
-        test = fix_seed(run.seed)(test)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", HypothesisWarning)
-        try:
-            test()
-        except BaseException as exc:
-            # Ours, alone or grouped (a racy implementation whose failure did not reproduce: the one found
-            # stands). Anything else is a bug of the suite, or hypothesis', or an interrupt: it goes on up.
-            if not _ours(exc):
-                raise
-    return found
+    return example
 
 
 def _ours(exc: BaseException) -> bool:
@@ -194,7 +238,8 @@ def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
         return findings, transcript.error or harness
 
     return _result(CASE_IDS["kernel"], "Generated kernel scenarios hold every invariant",
-                   run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel")
+                   run, strategies.kernel_scenarios(large_share(run.profile)), attempt, "kernel",
+                   ("kernel", large_share(run.profile)))
 
 
 def provider_property(connection: Connection, run: PropertyRun, manifest: Manifest, run_dir: Path) -> CaseResult:
@@ -207,15 +252,17 @@ def provider_property(connection: Connection, run: PropertyRun, manifest: Manife
         return provider_checks.one_scenario(provider_checks.check_case(transcript, manifest)), transcript.error
 
     return _result(CASE_IDS["provider"], "Generated requests hold every provider invariant",
-                   run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider")
+                   run, strategies.provider_scenarios(large_share(run.profile), manifest.name), attempt, "provider",
+                   ("provider", large_share(run.profile), manifest.name))
 
 
-def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt, role: str | None = None) -> CaseResult:
+def _result(case_id: str, title: str, run: PropertyRun, strategy, attempt, role: str | None = None,
+            drawn_by: tuple | None = None) -> CaseResult:
     started = time.perf_counter()
     result = CaseResult(case_id, title, source=f"hypothesis, profile {run.profile}, seed {run.seed}")
     aim = (lambda doc: space.targets(role, doc)) if role else None
     try:
-        found = _search(run, strategy, attempt, aim)
+        found = _search(run, strategy, attempt, aim, drawn_by)
     except Exception:
         result.error = suite_defect("generating and judging scenarios")
         return result

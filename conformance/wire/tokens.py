@@ -17,9 +17,12 @@ per-block counts, states figures no CountTokens call for its section gave.
 
 from __future__ import annotations
 
-import re
 
-_WORD = re.compile(r"\S+")
+def words(text: str) -> int:
+    """The runs of non-space in a text. str.split() with no separator splits on exactly the code points the
+    regular expression \\s matches (both ask Py_UNICODE_ISSPACE; tests/test_wire.py checks every code point),
+    and is three times faster than counting \\S+ matches: the judge counts every text it sees."""
+    return len(text.split())
 
 
 def texts_of(content: list[dict]) -> list[str]:
@@ -53,7 +56,7 @@ def suite_tokenizer_count(content: list[dict]) -> int:
         if "text" not in block:
             continue
         text = block["text"].get("text", "")
-        total += len(_WORD.findall(text)) + (len(text) + 4) // 5
+        total += words(text) + (len(text) + 4) // 5
     return total
 
 
@@ -69,13 +72,13 @@ def history_content(messages: list[dict]) -> list[dict]:
 
 def _words_and_thirds(content: list[dict]) -> int:
     """Words plus a third of the UTF-8 bytes, per text block, summed: another vendor's tokenizer, additive."""
-    return sum(len(_WORD.findall(t)) + (len(t.encode("utf-8")) + 2) // 3 for t in texts_of(content))
+    return sum(words(t) + (len(t.encode("utf-8")) + 2) // 3 for t in texts_of(content))
 
 
 def _words_only(content: list[dict]) -> int:
     """Words alone, per text block, summed: a text of white space alone counts 0, which is an answer (a kernel
     that takes a 0 for no answer falls back to the formula, and is seen to)."""
-    return sum(len(_WORD.findall(t)) for t in texts_of(content))
+    return sum(words(t) for t in texts_of(content))
 
 
 # The tokenizers of the kernel's declared models (`tokenizer:` in a kernel vector), by name. Each is additive
