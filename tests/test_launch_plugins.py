@@ -183,3 +183,30 @@ def test_the_suites_plugins_starting_slowly_are_not_charged_to_the_kernel(kernel
     with Connection(binding) as connection:
         [result] = kernel_run.run_vectors(connection, [vector])
     assert result.status == "pass", (result.error, [f.message for f in result.failures()])
+
+
+def test_a_load_the_scenario_lets_fail_is_judged_on_shutdown_not_on_offers():
+    # A plugin that never handshakes (plugin: {no_handshake: true}): the kernel may fail the Load, and need not
+    # have offered the callback channel to plugins it had not reached, but it must not leave them running.
+    from conformance.engine.kernel_checks import check_plugins
+    from conformance.engine.kernel_driver import Transcript
+    from conformance.engine.scenario import KernelScenario
+    launch = {"pid": 1, "name": "p", "offers": [], "probe": None, "probe_model": None, "crashed": False,
+              "shutdown": False, "exited": False, "cookie": "ok", "protocol_versions": "1"}
+    scenario = KernelScenario.__new__(KernelScenario)
+    findings = check_plugins(Transcript(plugins=[launch], load_failed="UNAVAILABLE: no handshake"), scenario)
+    assert {f.requirement for f in findings} == {"K-PLUGIN-HANDSHAKE", "K-PLUGIN-SHUTDOWN"}
+    assert not next(f for f in findings if f.requirement == "K-PLUGIN-SHUTDOWN").passed
+
+
+def test_only_a_scenario_with_a_plugin_that_never_handshakes_lets_load_fail_and_only_with_a_grpc_code():
+    from conformance.bindings.base import CallFailed
+    from conformance.engine.kernel_driver import _allowed_load_failure
+    from conformance.engine.scenario import FakeProvider, KernelScenario
+    silent = FakeProvider("silent", {}, None, {}, (), {"no_handshake": True})
+    lets_fail = KernelScenario((), "m", (), (silent,), ())
+    assert _allowed_load_failure(lets_fail, CallFailed("INTERNAL", "no handshake")) == "INTERNAL: no handshake"
+    with pytest.raises(CallFailed):
+        _allowed_load_failure(lets_fail, CallFailed("UNAVAILABLE_SOMEHOW", "not a gRPC code"))
+    with pytest.raises(CallFailed):
+        _allowed_load_failure(KernelScenario((), "m", (), (), ()), CallFailed("UNAVAILABLE", "no reason to fail"))

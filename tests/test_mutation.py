@@ -63,3 +63,22 @@ def test_an_only_run_replaces_its_mutants_and_keeps_the_others():
     merged = mutation_report.merge(run, previous)
     assert [(m["id"], m["status"]) for m in merged["mutants"]] == [("a", "survived"), ("b", "killed")]
     assert merged["runs"] == previous["runs"]
+
+
+def test_carry_over_moves_results_and_classifications_to_the_new_ids(tmp_path):
+    ops = mutation.operators()
+    [current] = [m for m in mutation.mutants_of("plugin_host", ops) if m.operator == "ReplaceTrueWithFalse"][:1]
+    current.build(ops[current.operator])
+    moved = f"plugin_host.py:{current.line + 40}:ReplaceTrueWithFalse#0"  # as if lines had been added above it
+    gone = {"id": "plugin_host.py:1:DeleteStatement#0", "target": "plugin_host", "operator": "DeleteStatement",
+            "diff": "a line that is no longer there  →  pass", "status": "killed"}
+    (tmp_path / "report.json").write_text(json.dumps({"runs": {}, "mutants": [
+        {"id": moved, "target": "plugin_host", "operator": current.operator, "diff": current.diff,
+         "line": current.line + 40, "status": "survived", "source_line": current.source_line}, gone]}))
+    (tmp_path / "survivors.yaml").write_text(f"{moved}:\n  class: equivalent\n  why: as {moved} says\n")
+    left = mutation.carry_over("plugin_host", ops, tmp_path)
+    [record] = json.loads((tmp_path / "report.json").read_text())["mutants"]
+    assert record["id"] == current.id and record["line"] == current.line and record["status"] == "survived"
+    renamed = (tmp_path / "survivors.yaml").read_text()
+    assert renamed == f"{current.id}:\n  class: equivalent\n  why: as {current.id} says\n"
+    assert current.id not in left and len(left) > 100  # the dropped record's mutant and every other one untried

@@ -8,7 +8,10 @@ import re
 
 import pytest
 
+from conformance.bindings import trace
 from conformance.data import vectors as vectors_mod
+from conformance.engine.connection import Connection
+from conformance.engine.results import CaseResult
 from tests.conftest import REFERENCE_SHIM, SHIM, ctxconf
 
 MUTANT = f"{SHIM} conformance.proofs.kernel_mutants:AlphabeticalOrder"  # fails some vectors, passes the rest
@@ -89,3 +92,35 @@ def test_a_bad_jobs_value_is_exit_2_naming_the_option(value, words):
 def test_jobs_with_one_running_implementation_is_exit_2():
     run = ctxconf("kernel", "--jobs", "2", "--grpc", "unix:/nonexistent/harness.sock")
     assert run.returncode == 2 and "--jobs" in run.stderr and "--grpc" in run.stderr, run.stderr
+
+
+class _ReloadingBinding:
+    """Reused from case to case (reload); closing it says it had to be killed."""
+    name, features, implementation, broken, stopped = "fake", ("reload",), {}, False, False
+    closing_note = None
+
+    def start(self) -> dict:
+        trace.record(self.name, "to_impl", {"op": "hello"})
+        return {}
+
+    def close(self) -> None:
+        trace.record(self.name, "to_impl", {"op": "stop"})
+        self.closing_note = "the implementation did not exit after stop; it was killed"
+
+    def stderr(self) -> str:
+        return ""
+
+
+def test_a_fresh_case_owns_the_restart_it_asks_for(tmp_path):
+    # The stop of the implementation a fresh case will not share is that case's, in the trace and in the
+    # report: the case before it is done (in a parallel run, another worker may have served it).
+    earlier, fresh = CaseResult("kernel/a", "a"), CaseResult("kernel/b", "b")
+    with trace.to_file(tmp_path / "trace.jsonl"), Connection(_ReloadingBinding) as connection:
+        connection.run(earlier, lambda binding: None)
+        trace.set_case(None)  # as a worker's run_cases leaves it between cases
+        connection.run(fresh, lambda binding: None, fresh=True)
+        trace.set_case(None)
+    lines = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert [(line["case"], line["message"]["op"]) for line in lines] == [
+        ("kernel/a", "hello"), ("kernel/b", "stop"), ("kernel/b", "hello"), (None, "stop")]
+    assert earlier.error is None and "did not exit after stop" in fresh.error

@@ -11,7 +11,9 @@ ContextService call is relayed, deadline and cancellation included, to the
 suite's fake provider at --relay, which answers from the case's script; a
 scripted crash makes the process exit on the spot. On its first Contribute it
 calls CountTokens on the kernel's callback service, reached through broker ID 1,
-as a provider counting its sections would.
+as a provider counting its sections would; with --count-at-offer it counts once
+more as soon as the service is offered, during the kernel's Load (its
+GetCapabilities waits for that count).
 
 What it observes goes to --report as JSON lines, one event each, so the suite
 can judge the kernel's plugin machinery (kernel_checks.check_plugins): its
@@ -62,18 +64,35 @@ class Observer:
 class CallbackChannel:
     """The kernel's KernelCallbackService, as announced on broker ID 1."""
 
-    def __init__(self, observe: Observer, model: str = ""):
+    def __init__(self, observe: Observer, model: str = "", count_at_offer: bool = False):
         self.observe = observe
         self.model = model     # "PROVIDER/ID" of a declared model with a tokenizer, to count for too; or ""
         self.address: str | None = None
         self.offered = threading.Event()
         self.probed = False
+        self.count_at_offer = count_at_offer
+        self.counted_at_offer = threading.Event()  # set once that count is answered (or there is none to make)
+        if not count_at_offer:
+            self.counted_at_offer.set()
 
     def on_offer(self, service_id: int, address: str) -> None:
         self.observe("offer", service_id=service_id)
         if service_id == CALLBACK_BROKER_ID:
             self.address = address
             self.offered.set()
+            if self.count_at_offer and not self.counted_at_offer.is_set():
+                threading.Thread(target=self._count_at_offer, daemon=True).start()
+
+    def _count_at_offer(self) -> None:
+        try:
+            self._count("probe_offer", {})
+        finally:
+            self.counted_at_offer.set()
+
+    def before_load_call(self) -> None:
+        """A set-up call waits (a while) for the count made at the offer, so that it falls inside the Load."""
+        if self.offered.is_set():
+            self.counted_at_offer.wait(OFFER_WAIT)
 
     def probe(self) -> None:
         """Once, inside the first Contribute: count a text through the kernel, as a provider computing its
@@ -133,6 +152,7 @@ class Relay(context_pb2_grpc.ContextServiceServicer):
             abort(context, failure_from(error))  # the same code, message, ContextError and details
 
     def GetCapabilities(self, request, context):
+        self.callbacks.before_load_call()
         return self._forward("GetCapabilities", request, context)
 
     def Configure(self, request, context):
@@ -153,25 +173,36 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--report", required=True, help="JSON lines file for what this plugin observes")
     parser.add_argument("--cookie", default="=".join(DEFAULT_COOKIE), help="KEY=VALUE the host must set")
     parser.add_argument("--probe-model", default="", help="PROVIDER/ID of a model to count the probe for too")
+    parser.add_argument("--no-handshake", action="store_true",
+                        help="exit at once without a handshake line, as a plugin that cannot start does")
+    parser.add_argument("--handshake-delay", type=float, default=0.0, metavar="SECONDS",
+                        help="serve (and print the handshake line), or give up without one, that much later")
+    parser.add_argument("--count-at-offer", action="store_true",
+                        help="call CountTokens as soon as the callback service is offered, during Load, too")
     parser.add_argument("--ignore-stop", action="store_true",
                         help="hear Shutdown and SIGTERM but keep running, as a hung plugin does: only a kill ends it")
     args = parser.parse_args(argv)
     cookie = parse_cookie(args.cookie)
     observe = Observer(args.report)
+    stopping = threading.Event()
+    asked = threading.Event() if args.ignore_stop else stopping  # what a request to stop sets
+    # A SIGTERM asks it to stop as Shutdown does (the drain before a kill); a SIGKILL is not asking. Heard from
+    # the start: a host giving up on its launch may send it while this plugin is still starting.
+    signal.signal(signal.SIGTERM, lambda *_: (observe("terminated"), asked.set()))
     given = os.environ.get(cookie[0])
     observe("started", name=args.name, env=sorted(os.environ),
             cookie="ok" if given == cookie[1] else "missing" if given is None else "wrong",
             protocol_versions=os.environ.get("PLUGIN_PROTOCOL_VERSIONS"))
+    time.sleep(args.handshake_delay)  # slow to start: it serves, or gives up without a handshake, that much later
     problem = refusal(cookie)  # as a go-plugin plugin refuses; without PLUGIN_PROTOCOL_VERSIONS it serves its own
     if problem:
         print(problem, file=sys.stderr)
         observe("refused", why=problem)
         return 1
-    stopping = threading.Event()
-    asked = threading.Event() if args.ignore_stop else stopping  # what a request to stop sets
-    # A SIGTERM asks it to stop as Shutdown does (the drain before a kill); a SIGKILL is not asking.
-    signal.signal(signal.SIGTERM, lambda *_: (observe("terminated"), asked.set()))
-    callbacks = CallbackChannel(observe, args.probe_model)
+    if args.no_handshake:  # as a plugin that cannot start: gone without a handshake line
+        observe("refused", why="told to print no handshake line (--no-handshake)")
+        return 1
+    callbacks = CallbackChannel(observe, args.probe_model, args.count_at_offer)
     channel = grpc.insecure_channel(args.relay, options=CHANNEL_OPTIONS)
     relay = Relay(context_pb2_grpc.ContextServiceStub(channel), callbacks, observe)
     grpc_server = serve(lambda s: context_pb2_grpc.add_ContextServiceServicer_to_server(relay, s),

@@ -145,12 +145,19 @@ class LaunchingKernel:
                 command += ["--probe-model", f"{counted.get('provider', '')}/{counted['id']}"]
             if behaviour.get("ignores_stop"):
                 command.append("--ignore-stop")
+            if behaviour.get("no_handshake"):
+                command.append("--no-handshake")
+            if behaviour.get("counts_at_offer"):
+                command.append("--count-at-offer")
+            if behaviour.get("handshake_delay_seconds"):
+                command += ["--handshake-delay", str(behaviour["handshake_delay_seconds"])]
             providers.append({**declared, "command": command})
         return {**config, "providers": providers}
 
-    def end_case(self) -> list[dict]:
-        """The kernel is done with this configuration: told so by an empty one (a kernel that reloads) or by
-        stop. Then what every plugin of the case observed, `exited` saying whether it was gone in time."""
+    def end_case(self, stop: bool = False) -> list[dict]:
+        """The kernel is done with this configuration: told so by an empty one (a kernel that reloads, unless the
+        case asks for `stop`) or by stop. Then what every plugin of the case observed, `exited` saying whether it
+        was gone in time."""
         if self.config is None:
             return []
         config, reports, self.config = self.config, self.reports, None
@@ -158,13 +165,14 @@ class LaunchingKernel:
         if not self.inner.broken:
             # Told, not torn down: closing the binding kills the kernel's whole tree, plugins included,
             # which would hide a kernel that leaves them running.
-            if reloads:
+            if reloads and not stop:
                 self.inner.request("load", {"config": {**config, "providers": []}})
             else:
                 self._stop_inner()
+                self.stopped = True  # it is not used again: a fresh one serves the next case
         launches = [launch for report in reports for launch in _read(report)]
         self._wait_for_exit(launches)
-        if reloads and not self.inner.broken and not all(launch["exited"] for launch in launches):
+        if reloads and not self.stopped and not self.inner.broken and not all(launch["exited"] for launch in launches):
             # R-PLUGIN-LIFETIME: a kernel may keep a configuration's plugins until it stops. Told to stop, it
             # must let them go; it is not used again (a fresh one serves the next case).
             self._stop_inner()
@@ -273,14 +281,15 @@ def _read(report: Path) -> list[dict]:
         except json.JSONDecodeError:
             continue  # a line cut short by a kill; the others still tell the story
         launch = launches.setdefault(event["pid"], {"pid": event["pid"], "offers": [], "probe": None,
-                                                    "probe_model": None, "crashed": False, "shutdown": False})
+                                                    "probe_model": None, "probe_offer": None, "crashed": False,
+                                                    "shutdown": False})
         kind = event["event"]
         if kind == "started":
             launch.update(name=event["name"], env=event["env"], cookie=event["cookie"],
                           protocol_versions=event["protocol_versions"])
         elif kind == "offer":
             launch["offers"].append(event["service_id"])
-        elif kind in ("probe", "probe_model"):
+        elif kind in ("probe", "probe_model", "probe_offer"):
             launch[kind] = {k: v for k, v in event.items() if k not in ("event", "pid", "t")}
         elif kind == "crash":
             launch["crashed"] = True

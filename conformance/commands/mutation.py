@@ -2,6 +2,7 @@
 
     python -m conformance.commands.mutation [--target kernel|filereader|compactor|provider_base|plugin_host|all]...
                                           [--report-dir DIR] [--jobs N] [--resume] [--report-only] [--only ID]
+                                          [--untried] [--carry-over]
 
 The hand-written mutants (kernel_mutants.py, provider_mutants.py) prove that the
 suite catches the bugs somebody thought of. This proves the other half: every
@@ -508,6 +509,49 @@ def result_record(mutant: Mutant, outcome: Outcome) -> dict:
                      "seconds": round(outcome.seconds, 2), "hash": _hash(mutant), "stages": _signature(mutant)}
 
 
+# --- carrying results over to a changed file ----------------------------------------------------------
+
+_ID = re.compile(r"\b[a-z_]+\.py:\d+:\w+#\d+\b")
+
+
+def carry_over(target: str, ops: dict[str, Operator], report_dir: Path) -> list[str]:
+    """After an edit of the target's file moved its lines: each result in report.json, and each key of
+    survivors.yaml (with the ids its prose names), goes to the current mutant of the same operator and the
+    same one-line diff (the k-th such mutant for the k-th such record). A result none matches (its line's text
+    changed) is dropped, so that a run tries that mutant again; the new ids still untried are returned."""
+    report_path, survivors_path = report_dir / "report.json", report_dir / "survivors.yaml"
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    current: dict[tuple[str, str], list[Mutant]] = {}
+    for mutant in mutants_of(target, ops):
+        mutant.build(ops[mutant.operator])
+        current.setdefault((mutant.operator, mutant.diff), []).append(mutant)
+    renamed, kept = {}, []
+    for record in report["mutants"]:
+        if record["target"] != target:
+            kept.append(record)
+            continue
+        matches = current.get((record["operator"], record["diff"]), [])
+        if matches:
+            mutant = matches.pop(0)
+            renamed[record["id"]] = mutant.id
+            kept.append(record | {"id": mutant.id, "line": mutant.line, "occurrence": mutant.occurrence,
+                                  "function": mutant.function, "stages": _signature(mutant)}
+                        | ({"source_line": mutant.source_line} if "source_line" in record else {}))
+    report["mutants"] = kept
+    report_path.write_text(json.dumps(report), encoding="utf-8")  # mutation_report.write lays it out again
+    text = survivors_path.read_text(encoding="utf-8")
+    survivors_path.write_text(_ID.sub(lambda m: renamed.get(m.group(0), m.group(0)), text), encoding="utf-8")
+    tried = {record["id"] for record in kept}
+    return [m.id for ms in current.values() for m in ms if m.id not in tried]
+
+
+def untried(target: str, ops: dict[str, Operator], report_dir: Path) -> list[str]:
+    """The target's current mutants report.json holds no result for."""
+    report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    tried = {record["id"] for record in report["mutants"] if record["target"] == target}
+    return [m.id for m in mutants_of(target, ops) if m.id not in tried]
+
+
 # --- the child: a ctxconf run with the mutated module in place ---------------------------------------
 
 def _child(module: str, code_path: str, ctxconf_args: list[str]) -> int:
@@ -550,6 +594,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="rewrite report.md from report.json and survivors.yaml, running nothing")
     parser.add_argument("--only", metavar="ID", action="append", default=[],
                         help="try only the mutant(s) with this id (a test, or a second look at one)")
+    parser.add_argument("--untried", action="store_true",
+                        help="try only the mutants of the target(s) report.json holds no result for")
+    parser.add_argument("--carry-over", action="store_true",
+                        help="after an edit of a target's file: move its results in report.json and the keys of "
+                             "survivors.yaml to the new ids (same operator, same diff), list what is left untried")
     args = parser.parse_args(argv)
 
     from conformance.commands import mutation_report
@@ -558,6 +607,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     targets = list(TARGETS) if not args.target or "all" in args.target else list(dict.fromkeys(args.target))
     ops = operators()
+    if args.carry_over:
+        for target in targets:
+            left = carry_over(target, ops, args.report_dir)
+            print(f"{target}: {len(left)} mutant(s) without a result: {' '.join(left) or 'none'}", file=sys.stderr)
+        mutation_report.write(args.report_dir, None)
+        return 0
+    if args.untried:
+        args.only += [mutant_id for target in targets for mutant_id in untried(target, ops, args.report_dir)]
+        if not args.only:
+            print("every mutant has a result in report.json", file=sys.stderr)
+            return 0
     mutants = [m for t in targets for m in mutants_of(t, ops)]
     if args.only:
         mutants = [m for m in mutants if m.id in args.only]

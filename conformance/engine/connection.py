@@ -47,7 +47,7 @@ class Connection:
         try:
             return self.binding(case)  # what closing it finds is charged to this case
         except HarnessError as exc:
-            case.error = f"could not start the implementation: {exc}"
+            _add_error(case, f"could not start the implementation: {exc}")
             return None
 
     def _reusable(self) -> bool:
@@ -78,17 +78,27 @@ class Connection:
         that erred is not used again. `fresh`: a binding no earlier case used, even one that reloads."""
         started = time.perf_counter()
         if fresh:
-            self.discard()
+            self.restart_for(result)
         binding = self.binding_for(result)
         if binding is not None:
             error = play(binding)
             if error:
                 stderr = binding.stderr().strip()
-                result.error = error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else "")
+                _add_error(result, error + (f"\n--- stderr ---\n{stderr[-2000:]}" if stderr else ""))
                 self.discard()
             self.release()
         result.seconds = time.perf_counter() - started
         return result
+
+    def restart_for(self, case: CaseResult) -> None:
+        """Close the binding a `fresh` case will not share, as the first thing that case does: its stop is
+        traced under that case and what closing finds is charged to it. The case the binding last served is
+        done and reported by now, and in a parallel run it is whichever case that worker ran before, not the
+        vector before this one, so charging it would make the trace and the report depend on the spread."""
+        trace.set_case(case.id)
+        if self.current is not None:
+            self.case = case
+        self.discard()
 
     def release(self) -> None:
         """At the end of a case: a binding that will not serve another is closed now, so that what closing
@@ -102,7 +112,7 @@ class Connection:
             binding.close()
             note = binding.closing_note  # see StdioBinding.close
             if note and self.case is not None:
-                self.case.error = f"{self.case.error}\n{note}" if self.case.error else note
+                _add_error(self.case, note)
             elif note and note not in self._warned:  # a binding no case claimed: say so at least, once
                 self._warned.add(note)
                 print(f"ctxconf: warning: {note}", file=sys.stderr)
@@ -119,3 +129,8 @@ class Connection:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _add_error(case: CaseResult, message: str) -> None:
+    """The case's error, after any it has already (what closing the binding a fresh case would not share found)."""
+    case.error = f"{case.error}\n{message}" if case.error else message

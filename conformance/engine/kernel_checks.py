@@ -115,6 +115,7 @@ def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Find
               if c.call != "CountTokens"}
     launches = transcript.plugins
     cut_short = transcript.error is not None  # an op that errored (a timeout, say): the kernel was stopped mid-way
+    gave_up = transcript.load_failed is not None  # a Load the scenario let fail: it need not have reached them all
     findings = [HarnessProblem(f"the kernel called provider {name!r} without launching its plugin from the "
                                "command it was given (through the harness's own callbacks?): does load start "
                                "that command?", "load")
@@ -137,19 +138,13 @@ def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Find
         offered = 1 in launch["offers"]
         if not offered and cut_short:
             continue  # the suite stopped the kernel before it was done: what it never got to do shows nothing
-        findings.append(Finding("K-CALLBACK-CHANNEL", offered, "the kernel never announced its callback service on "
-                                f"broker ID 1 (announced: {launch['offers'] or 'nothing'})", where))
-        probe = launch["probe"]
-        if probe is not None and offered:
-            findings.append(Finding("K-CALLBACK-CHANNEL", probe["ok"], "CountTokens over the callback channel failed: "
-                                    f"{probe.get('error')}", where))
-            if probe["ok"]:
-                expected = tokens.fallback_count([{"text": {"text": probe["text"]}}])
-                findings.append(Finding("K-COUNT-FALLBACK-FORMULA", int(probe.get("count", 0)) == expected,
-                                        f"CountTokens without a model_ref over the callback channel gave "
-                                        f"{probe.get('count', 0)}, not the fallback formula's {expected}", where))
-                findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
-                                        "model_ref said exact: true, though no tokenizer could have counted", where))
+        if offered or not gave_up:  # a Load given up may not have reached this plugin; its shutdown is still due
+            findings.append(Finding("K-CALLBACK-CHANNEL", offered, "the kernel never announced its callback service "
+                                    f"on broker ID 1 (announced: {launch['offers'] or 'nothing'})", where))
+        if offered:
+            findings += _judge_probe(launch.get("probe_offer"), f"{where}, counting as soon as it was offered (in Load)")
+        if launch["probe"] is not None and offered:
+            findings += _judge_probe(launch["probe"], where)
             findings += _judge_model_probe(launch["probe_model"], scenario, where)
         if not launch["crashed"] and not cut_short:
             asked = "though it was sent" if launch["shutdown"] else "and was never sent"
@@ -159,6 +154,23 @@ def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Find
                 findings.append(Finding("K-PLUGIN-SHUTDOWN", launch["shutdown"], "killed without being asked to "
                                         "stop first (no GRPCController/Shutdown, no SIGTERM): no drain before "
                                         "the kill (R-PLUGIN-LIFETIME)", where))
+    return findings
+
+
+def _judge_probe(probe: dict | None, where: str) -> list[Finding]:
+    """A count without a model_ref over the callback channel: answered, by the fallback formula, not exact
+    (kernel-callbacks.md#counttokens), whenever the plugin asks, during a Load as during a turn."""
+    if probe is None:
+        return []
+    findings = [Finding("K-CALLBACK-CHANNEL", probe["ok"], f"CountTokens over the callback channel failed: "
+                        f"{probe.get('error')}", where)]
+    if probe["ok"]:
+        expected = tokens.fallback_count([{"text": {"text": probe["text"]}}])
+        findings.append(Finding("K-COUNT-FALLBACK-FORMULA", int(probe.get("count", 0)) == expected,
+                                f"CountTokens without a model_ref over the callback channel gave "
+                                f"{probe.get('count', 0)}, not the fallback formula's {expected}", where))
+        findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
+                                "model_ref said exact: true, though no tokenizer could have counted", where))
     return findings
 
 

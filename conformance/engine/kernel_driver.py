@@ -49,6 +49,7 @@ class Transcript:
     features: tuple[str, ...] = ()
     load_calls: list[CallRecord] = field(default_factory=list)
     load: dict | None = None
+    load_failed: str | None = None     # "CODE: message" of a Load the scenario lets fail (a plugin that never starts)
     turns: list[TurnRecord] = field(default_factory=list)
     error: str | None = None
     plugins: list[dict] | None = None  # in the plugin-launching mode: what each launched plugin observed
@@ -106,10 +107,15 @@ def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
     fakes = FakeProviders(scenario)
     recorder = _Recorder(fakes)
     try:
-        load = binding.request("load", {"config": scenario.load_config()}, recorder)
-        _check_shape("LoadResult", load, "load")
-        transcript.load, transcript.load_calls = load, recorder.calls
-        for turn in scenario.turns:
+        try:
+            load = binding.request("load", {"config": scenario.load_config()}, recorder)
+        except CallFailed as failure:
+            transcript.load_failed, transcript.load_calls = _allowed_load_failure(scenario, failure), recorder.calls
+            load = None
+        if load is not None:
+            _check_shape("LoadResult", load, "load")
+            transcript.load, transcript.load_calls = load, recorder.calls
+        for turn in scenario.turns if load is not None else ():
             record = TurnRecord(turn)
             transcript.turns.append(record)
             if turn.kind == "count_tokens" and "count_tokens" not in binding.features:
@@ -127,11 +133,21 @@ def drive(binding: Binding, scenario: KernelScenario) -> Transcript:
     end_case = getattr(binding, "end_case", None)  # the plugin-launching mode's; see LaunchingKernel
     if end_case is not None:  # after an error too: what the plugins saw may explain it
         try:
-            transcript.plugins = end_case()
+            transcript.plugins = end_case(stop=scenario.ends_with == "stop")
             transcript.bypassed = tuple(dict.fromkeys(binding.bypassed))
         except (HarnessError, CallFailed) as exc:
             transcript.error = transcript.error or _why(exc)
     return transcript
+
+
+def _allowed_load_failure(scenario: KernelScenario, failure: CallFailed) -> str:
+    """A Load that failed where the scenario lets it (a plugin that never handshakes: the spec leaves the kernel
+    to fail the Load, with any error, or to go on without that provider), as "CODE: message"; otherwise, or with
+    an error that is no harness error (a gRPC code name and a message), the failure stands."""
+    if not scenario.load_may_fail or schemas.problems("kernel-protocol.json#/$defs/HarnessError",
+                                                      {"code": failure.code, "message": failure.message}):
+        raise failure
+    return f"{failure.code}: {failure.message}"
 
 
 def _why(exc: HarnessError | CallFailed) -> str:

@@ -23,14 +23,16 @@ FEATURES = {"real_transport": "a real transport (gRPC)", "count_tokens": "the co
 
 def case_result(case_id: str, title: str, scenario: KernelScenario | None, connection: Connection,
                 requirements: tuple[str, ...] = (), rulings: tuple[str, ...] = (), needs: tuple[str, ...] = (),
-                source: str = "", sub_runs: tuple[tuple[str, KernelScenario], ...] = ()) -> CaseResult:
+                source: str = "", sub_runs: tuple[tuple[str, KernelScenario], ...] = (),
+                fresh: bool = False) -> CaseResult:
     """One case: the scenario (None: there is none as written, only `--at`'s sub-run), then each sub-run of a
     sweep (label, scenario). A sub-run is a new `load`, on the same process when the kernel offers `reload`
-    (else a fresh one, as for any case); the first that errs ends the case."""
+    (else a fresh one, as for any case); the first that errs ends the case. `fresh`: the case's first load is
+    the first its kernel process serves."""
     result = CaseResult(case_id, title, requirements, rulings, source=source)
     seconds = 0.0
-    for label, run in (() if scenario is None else (("", scenario),)) + sub_runs:
-        connection.run(result, _player(result, run, needs, label))
+    for index, (label, run) in enumerate((() if scenario is None else (("", scenario),)) + sub_runs):
+        connection.run(result, _player(result, run, needs, label), fresh=fresh and index == 0)
         seconds += result.seconds
         if result.error or result.skipped:
             break
@@ -64,7 +66,7 @@ def run_vectors(connection: Connection, vectors: Iterable[Vector],
     for vector in vectors:
         result = case_result(vector.id, vector.title, None, connection, vector.requirements, vector.rulings,
                              vector.needs, str(vector.path),
-                             tuple((run.label, from_vector(run.doc)) for run in vector.sub_runs()))
+                             tuple((run.label, from_vector(run.doc)) for run in vector.sub_runs()), vector.fresh)
         on_result(result)
         results.append(result)
     return results

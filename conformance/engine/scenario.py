@@ -85,6 +85,7 @@ class KernelScenario:
     turns: tuple[Turn, ...]
     hook_timeout_ms: int | None = None
     expect_load: dict = field(default_factory=dict)
+    ends_with: str = ""  # "stop": the plugin-launching mode ends the case by stop, even for a kernel that reloads
 
     def model(self, model_id: str) -> Model:
         for m in self.models:
@@ -97,6 +98,11 @@ class KernelScenario:
             if p.name == name:
                 return p
         raise KeyError(name)
+
+    @property
+    def load_may_fail(self) -> bool:
+        """A provider's plugin never handshakes: the kernel may fail the Load (docs/kernel-protocol.md)."""
+        return any(p.plugin.get("no_handshake") for p in self.providers)
 
     def load_config(self) -> dict:
         config = {
@@ -134,7 +140,8 @@ def from_vector(doc: dict) -> KernelScenario:
             turns.append(Turn("count_tokens", count_input(turn["count_tokens"], models),
                               turn.get("expect", {}), assembles))
     return KernelScenario(models, setup["primary_model"], tuple(setup.get("fallback_models", ())),
-                          providers, tuple(turns), setup.get("hook_timeout_ms"), doc.get("expect_load", {}))
+                          providers, tuple(turns), setup.get("hook_timeout_ms"), doc.get("expect_load", {}),
+                          doc.get("ends_with", ""))
 
 
 def assemble_input(spec: dict) -> dict:

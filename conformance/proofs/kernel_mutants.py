@@ -1204,6 +1204,16 @@ class LeavesPluginsRunning(ReferenceKernel):
         self.fleet = None
 
 
+@mutant("K-PLUGIN-SHUTDOWN", launches_plugins=True)
+class LeavesPluginsRunningAtStop(ReferenceKernel):
+    """Shuts a configuration's plugins down when it loads another, but not when it is told to stop, as a kernel
+    that counts on its process exit to end its children would."""
+
+    def stop(self, request, call):
+        self.fleet = None
+        return {}
+
+
 def _ask_and_never_kill(fleet) -> None:
     for plugin in fleet.plugins.values():
         plugin.ask_to_stop()  # the drain; a plugin that does not heed it is left to run
@@ -1215,6 +1225,39 @@ def _ask_and_never_kill(fleet) -> None:
 class NeverKillsItsPlugins(ReferenceKernel):
     """Asks its plugins to stop and leaves it at that: one that does not stop when asked is never killed."""
     plugin_fleet = _fleet(close=_ask_and_never_kill)
+
+
+def _launch_without_cleanup(fleet, *args) -> None:
+    fleet.close = lambda: None  # during the launch only: a launch that fails forgets what it started
+    try:
+        PluginFleet.__init__(fleet, *args)
+    finally:
+        del fleet.close
+
+
+@mutant("K-PLUGIN-SHUTDOWN", launches_plugins=True)
+class AbandonsAFailedLaunch(ReferenceKernel):
+    """Fails the Load of a plugin that never handshakes and leaves the plugins it had already started running,
+    as a launch loop that returns at its first error does."""
+    plugin_fleet = _fleet(__init__=_launch_without_cleanup)
+
+
+@mutant("K-CALLBACK-CHANNEL", launches_plugins=True)
+class NoCountsDuringLoad(ReferenceKernel):
+    """Answers CountTokens on the callback channel only once a configuration is loaded: a plugin that counts as
+    soon as it is offered the channel, during the Load, gets UNAVAILABLE."""
+
+    def load(self, request, call):
+        self.loading = True
+        try:
+            return super().load(request, call)
+        finally:
+            self.loading = False
+
+    def count_tokens(self, request, call):
+        if getattr(self, "loading", False):
+            raise CallFailed("UNAVAILABLE", "the configuration is still loading")
+        return super().count_tokens(request, call)
 
 
 @mutant("K-ERR-SOURCE-UNAVAILABLE", launches_plugins=True)

@@ -543,6 +543,63 @@ class LeavesItsSocketDirectory(ReferenceKernel):
     plugin_fleet = _fleet_with(close=_close_leaving_the_socket_directory)
 
 
+@variant("names the socket of its callback service otherwise (the broker ID stays 1)",
+         "kernel-callbacks.md#the-callback-channel", plugins=True)
+class OwnCallbackSocketName(ReferenceKernel):
+    plugin_fleet = _fleet_with(CALLBACK_SOCKET="callbacks-of-this-kernel")
+
+
+def _plugins_with(**overrides) -> staticmethod:
+    """A plugin_fleet hook: the reference kernel's plugin host, launching each plugin as a Plugin with the given
+    members its own."""
+    def fleet() -> type:
+        from conformance.reference.plugin_host import Plugin, PluginFleet  # grpc is loaded only for this mode
+        return type("VariantFleet", (PluginFleet,), {"PLUGIN": type("VariantPlugin", (Plugin,), overrides)})
+    return staticmethod(fleet)
+
+
+@variant("waits a handshake timeout of its own (20 s) for a plugin's handshake line", "architecture.md#transport",
+         plugins=True)
+class OwnHandshakeTimeout(ReferenceKernel):
+    plugin_fleet = _plugins_with(HANDSHAKE_TIMEOUT=20.0)
+
+
+def _fail_in_own_words(plugin) -> None:
+    raise CallFailed("INTERNAL", f"no handshake from {' '.join(plugin.argv)}: the launch of this configuration failed")
+
+
+@variant("fails the Load of a plugin that never handshakes with an error of its own (INTERNAL, its own words)",
+         "architecture.md#transport", plugins=True)
+class OwnHandshakeFailure(ReferenceKernel):
+    plugin_fleet = _plugins_with(no_handshake=_fail_in_own_words)
+
+
+def _reader_not_daemon(plugin) -> None:
+    import threading
+    threading.Thread(target=plugin._read_stdout, args=(plugin.lines,)).start()
+
+
+@variant("drains its plugins' stdout on ordinary (not daemon) threads, which end when the plugins do",
+         "architecture.md#transport", plugins=True)
+class NonDaemonStdoutReader(ReferenceKernel):
+    plugin_fleet = _plugins_with(start_reader=_reader_not_daemon)
+
+
+def _read_utf8_only(plugin, lines) -> None:
+    for raw in plugin.process.stdout:
+        try:
+            lines.put(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return  # a line that is not UTF-8 is no handshake: what the plugin prints after it is not read
+    lines.put(None)
+
+
+@variant("stops reading a plugin's stdout at the first line that is not UTF-8", "architecture.md#transport",
+         plugins=True)
+class StopsAtUndecodableStdout(ReferenceKernel):
+    plugin_fleet = _plugins_with(_read_stdout=_read_utf8_only)
+
+
 # --- the harness surface ----------------------------------------------------------------------
 
 @variant("offers no optional feature: no count_tokens op, no reload", "the harness protocol: features are optional")

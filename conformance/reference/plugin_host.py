@@ -35,7 +35,6 @@ from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2, kernel_pb
 # What a plugin may see of the kernel's environment (architecture.md#transport): what the suite gives the
 # programs it launches, enough to run one, and the temporary directory.
 ENV_ALLOWLIST = (*jsonlines.ENV_ALLOWLIST, "TMPDIR")
-HANDSHAKE_TIMEOUT = 30.0
 KILL_AFTER = 2.0   # after Shutdown, as go-plugin's client.Kill waits
 SETUP_TIMEOUT = 10.0  # GetCapabilities, Configure, Describe: not hooks, so not under hook_timeout
 REQUESTS = {"GetCapabilities": context_pb2.GetCapabilitiesRequest, "Configure": context_pb2.ConfigureRequest,
@@ -43,28 +42,42 @@ REQUESTS = {"GetCapabilities": context_pb2.GetCapabilitiesRequest, "Configure": 
 
 
 class Plugin:
-    """One launched plugin process and the connection to it."""
+    """One launched plugin process and the connection to it. How long it waits for the handshake line, how it
+    reads the plugin's stdout and how it fails a plugin that never handshakes are the kernel's own choices, which
+    the spec leaves open (architecture.md#transport names the handshake, not its timing or its failure): each is
+    a class attribute or a method of its own, so that a conforming variant can take another."""
+
+    HANDSHAKE_TIMEOUT = 30.0
 
     def __init__(self, argv: list[str], env: dict[str, str]):
         self.argv = argv
         self.channel: grpc.Channel | None = None
         self.process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         self.lines: queue.Queue = queue.Queue()
+        self.start_reader()
+
+    def start_reader(self) -> None:
+        """A daemon thread drains the plugin's stdout: it keeps no kernel process alive that exits with plugins."""
         threading.Thread(target=self._read_stdout, args=(self.lines,), daemon=True).start()
 
     def connect(self) -> None:
         """Read the handshake line and dial the address it names."""
         try:
-            line = self.lines.get(timeout=HANDSHAKE_TIMEOUT)
+            line = self.lines.get(timeout=self.HANDSHAKE_TIMEOUT)
         except queue.Empty:
             line = None
         if not line:
-            raise CallFailed("UNAVAILABLE", f"plugin {self.argv[0]!r} printed no handshake line")
+            self.no_handshake()
         self.channel = grpc.insecure_channel(parse_handshake(line.strip()), options=CHANNEL_OPTIONS)
         self.stub = context_pb2_grpc.ContextServiceStub(self.channel)
         self.broker = BrokerOffer(self.channel)
 
+    def no_handshake(self) -> None:
+        """The plugin exited, or let HANDSHAKE_TIMEOUT pass, without a handshake line: the Load fails."""
+        raise CallFailed("UNAVAILABLE", f"plugin {self.argv[0]!r} printed no handshake line")
+
     def _read_stdout(self, lines: queue.Queue) -> None:
+        """Each line the plugin prints, then None when its stdout closes (it exited: no handshake is coming)."""
         for raw in self.process.stdout:  # the handshake line, then whatever the plugin prints: drained
             lines.put(raw.decode("utf-8", "replace"))
         lines.put(None)
@@ -102,20 +115,23 @@ class PluginFleet:
     """The plugins of one configuration. `route(call)` is the kernel's call function with the launched
     providers' calls going to their plugins, everything else (the model tokenizers) as before."""
 
+    PLUGIN = Plugin  # a variant's Plugin takes its own handshake choices
+    CALLBACK_SOCKET = "kernel-callback"  # the file name of the callback service's socket: the kernel's to choose
+
     def __init__(self, declared: list[dict], count_tokens: Callable[[dict], dict], hook_timeout_ms: int | None,
                  cookie: tuple[str, str] = DEFAULT_COOKIE):
         self.sockets = SocketDir()  # short enough for a unix socket path, wherever TMPDIR points
         self.deadline = (hook_timeout_ms or 10000) / 1000
         self.callbacks = server()
         kernel_pb2_grpc.add_KernelCallbackServiceServicer_to_server(_Callbacks(count_tokens), self.callbacks)
-        self.callback_address = self.sockets.address("kernel-callback")
+        self.callback_address = self.sockets.address(self.CALLBACK_SOCKET)
         start(self.callbacks, self.callback_address)
         self.env = self.plugin_env(cookie)
         self.plugins: dict[str, Plugin] = {}
         try:
             for entry in declared:  # all started at once, then each handshake read
                 if entry.get("command"):
-                    self.plugins[entry["name"]] = Plugin(list(entry["command"]), self.env)
+                    self.plugins[entry["name"]] = self.PLUGIN(list(entry["command"]), self.env)
             for index, plugin in enumerate(self.plugins.values()):
                 plugin.connect()
                 if self.offers_callbacks(index):

@@ -96,8 +96,13 @@ class Harness(harness_pb2_grpc.KernelHarnessServicer):
         return self._run("count_tokens", {"request": forms.to_json(request)}, kernel_pb2.CountTokensResult, context)
 
     def Stop(self, request, context):
-        self.stopped.set()
-        return harness_pb2.StopResponse()
+        """The kernel's own stop first (it closes what it launched, its plugins), then the harness exits."""
+        try:
+            if callable(getattr(self.kernel, "stop", None)):
+                return self._run("stop", {}, harness_pb2.StopResponse, context)
+            return harness_pb2.StopResponse()
+        finally:
+            self.stopped.set()
 
 
 def main() -> None:
