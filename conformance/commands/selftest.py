@@ -270,11 +270,6 @@ def _failed(cases: list[CaseResult]) -> set[str]:
     return {f.requirement for c in cases for f in c.failures()}
 
 
-def _certify_by_key(key: tuple[str, str, str], profile: str, seed: int | None) -> Outcome:
-    subject = next(s for s in subjects() if s.key == key)
-    return certify(subject, profile, seed)
-
-
 def slowest_first(everyone: list[Subject]) -> list[Subject]:
     """The order to start them in, so that parallel workers finish together."""
     return sorted(everyone, key=lambda s: (s.binding == "stdio" + PLUGINS) * 8 + (s.binding == "grpc") * 4
@@ -292,6 +287,7 @@ def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, o
     in `jobs` processes; `on_done` hears of each as it finishes."""
     everyone = [s for s in subjects() if only in s.name and where(s)]
     keys = [s.key for s in slowest_first(everyone)]
+    subject_of = {s.key: s for s in everyone}
     workers = jobs or min(len(keys), cores())
     done: list[Outcome] = []
 
@@ -301,13 +297,12 @@ def run(profile: str = "ci", seed: int | None = None, jobs: int | None = None, o
 
     if workers <= 1:
         for key in keys:
-            finished(_certify_by_key(key, profile, seed))
+            finished(certify(subject_of[key], profile, seed))
     else:  # commands/pool: interrupted, it hands out no more subjects and its workers close what they hold
-        by_key = {s.key: s for s in everyone}
         pool.run(workers, _Certifier, (profile, seed), keys, finished,
-                 lambda index, key, why: Outcome(by_key[key], errors=[f"the self-test's worker: {why}"]))
-    by_key = {o.subject.key: o for o in done}
-    return [by_key[s.key] for s in everyone]
+                 lambda index, key, why: Outcome(subject_of[key], errors=[f"the self-test's worker: {why}"]))
+    outcome_of = {o.subject.key: o for o in done}
+    return [outcome_of[s.key] for s in everyone]
 
 
 class _Certifier:
@@ -315,9 +310,10 @@ class _Certifier:
 
     def __init__(self, profile: str, seed: int | None, number: int):
         self.profile, self.seed = profile, seed
+        self.subject_of = {s.key: s for s in subjects()}
 
     def item(self, index: int, key: tuple[str, str, str]) -> Outcome:
-        return _certify_by_key(key, self.profile, self.seed)
+        return certify(self.subject_of[key], self.profile, self.seed)
 
     def finish(self) -> list:
         return []

@@ -193,9 +193,12 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
         attempt = _timed(attempt, run.timings, judging)
     key = drawn_by and (*drawn_by, run.profile, run.seed, run.settings().max_examples)
     if key in _PASSED_SEARCHES:
+        timed_before = len(run.timings) if run.timings is not None else 0
         replayed = _replay(run, _PASSED_SEARCHES[key], attempt)
         if replayed is not None:
             return replayed
+        if run.timings is not None:
+            del run.timings[timed_before:]  # the search starts again: one timing per scenario of the search reported
     drawn: list[bytes] = []
     found = _draw(run, strategy, lambda doc: (drawn.append(pickle.dumps(doc)), attempt(doc))[1], aim)
     if key and found.doc is None and not (found.not_restarted or found.defect):
