@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from enum import Enum, auto
 
+from conformance.engine import config_probes
 from conformance.engine.expectations import Language, NotEvaluable
 from conformance.engine.matching import in_place, match
 from conformance.data.provider_cases import DEFAULT_TOKENIZER
@@ -28,8 +29,7 @@ STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
 # The capabilities the spec fixes for the plugin's life (context/protocol.md#getcapabilities); the others
 # (default_token_budget, config_schema) may change, after a Configure for instance.
 STATIC_CAPABILITIES = ("stability", "compactor")
-ATTRIBUTE_TYPES = frozenset({"ATTR_TYPE_STRING", "ATTR_TYPE_NUMBER", "ATTR_TYPE_BOOL", "ATTR_TYPE_LIST_STRING",
-                             "ATTR_TYPE_LIST_NUMBER", "ATTR_TYPE_MAP_STRING", "ATTR_TYPE_OBJECT"})  # config.v1.AttrType
+ATTRIBUTE_TYPES = frozenset(config_probes.KIND_OF_TYPE)  # config.v1.AttrType
 CUT_MARK = re.compile(r"\s*(…|\.\.\.|\[\.\.\.\])$")  # what a provider may put where it cut its text
 
 
@@ -336,7 +336,7 @@ class Checker:
         handed its own earlier ones (a kernel carrying the chain): each firing's prompt is built from the
         chain it returns, so leaving out what it sent before drops it."""
         if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
-                or record.source_text is None or record.probe is not None or record.counting_off:
+                or record.source_text is None or record.counting_off:
             return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
         request = record.request
         firing = (record.source_text, request["token_budget"], request["model_target"]["id"],
