@@ -38,13 +38,14 @@ class FakeProviders:
     def _section(self, spec: dict, fake: FakeProvider, model) -> dict:
         """A fresh copy of the section `spec` makes. The same ones are returned turn after turn, and making
         one (json_format, a token count) costs several times the copy: each is made once per scenario. The
-        spec, the provider and the model are the scenario's own, unchanged while it runs and alive as long as
-        it is, so their identities name them (no id is reused while the scenario holds them)."""
+        spec, the provider and the model are the scenario's own, unchanged while it runs, so their identities
+        name them; the entry holds them too, so that an id reused by an object made later never finds it."""
         key = (id(spec), id(fake), id(model))
-        made = self._sections.get(key)
-        if made is None:
-            made = self._sections[key] = forms.keep(shorthand.section(spec, fake.name, fake.stability, model.count))
-        return forms.fresh(made)
+        entry = self._sections.get(key)
+        if entry is None or entry[0] is not spec or entry[1] is not fake or entry[2] is not model:
+            entry = self._sections[key] = (spec, fake, model,
+                                           forms.keep(shorthand.section(spec, fake.name, fake.stability, model.count)))
+        return forms.fresh(entry[3])
 
     def _find(self, name: str | None) -> FakeProvider:
         for fake in self.scenario.providers:
