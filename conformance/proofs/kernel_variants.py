@@ -483,8 +483,10 @@ class KeepsPluginsUntilStop(ReferenceKernel):
 
 def _fleet_with(**overrides) -> staticmethod:
     """A plugin_fleet hook: the reference kernel's plugin host with the given methods its own."""
-    from conformance.reference.plugin_host import PluginFleet  # grpc is loaded only for this mode
-    return staticmethod(lambda: type("VariantFleet", (PluginFleet,), overrides))
+    def fleet() -> type:
+        from conformance.reference.plugin_host import PluginFleet  # grpc is loaded only for this mode
+        return type("VariantFleet", (PluginFleet,), overrides)
+    return staticmethod(fleet)
 
 
 def _without_tmpdir(fleet, cookie):

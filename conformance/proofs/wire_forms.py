@@ -6,8 +6,6 @@ proto3 JSON mapping allows (docs/kernel-protocol.md, docs/provider-protocol.md).
 
 from __future__ import annotations
 
-from google.protobuf import json_format
-
 from conformance.wire import forms
 
 # A field no version of the protos declares; readers must ignore it.
@@ -16,11 +14,13 @@ UNKNOWN_FIELD = {"ctxconfFutureField": {"note": "added by a newer peer", "values
 
 def protojson(type_name: str, data: dict) -> dict:
     """Go protojson's default output: lowerCamelCase names, int64 as strings, defaults omitted."""
+    from google.protobuf import json_format  # loaded by the variants that speak it: a stdio shim starts faster
     return json_format.MessageToDict(forms.parse(type_name, data))
 
 
 def enums_as_numbers(type_name: str, data: dict) -> dict:
     """snake_case and every field present, but enums by number."""
+    from google.protobuf import json_format
     return json_format.MessageToDict(forms.parse(type_name, data), preserving_proto_field_name=True,
                                      use_integers_for_enums=True, always_print_fields_with_no_presence=True)
 
