@@ -457,12 +457,11 @@ def _requirements(args: argparse.Namespace) -> int:
     roles = tuple(b for name, role in certify.ROLES.items() if args.role in (name, "all") for b in role.binds)
     problems = coverage.gaps(matrix, roles)
     if args.spec:
-        vectors = [v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog, certify.vectors_dir(args))]
+        vectors = vectors_mod.load_all(catalog, certify.vectors_dir(args))
         found = traceability.check_spec(catalog, files["sentences"], args.spec, vectors)
         if args.accept:
             for line in traceability.accept(found, files):
                 print(f"accepted: {line}")
-            catalog_mod.load.cache_clear()
             catalog = catalog_mod.load(files["requirements"], files["rulings"])
             found = traceability.check_spec(catalog, files["sentences"], args.spec, vectors)
         print(traceability.render(found))
@@ -479,7 +478,7 @@ def _errata(args: argparse.Namespace) -> int:
     from conformance.data import ledger, paths, vectors as vectors_mod
     catalog = catalog_mod.load()
     matrix = errata.load_matrix(args.matrix) if args.matrix else None
-    vectors = [v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog, certify.vectors_dir(args))]
+    vectors = vectors_mod.load_all(catalog, certify.vectors_dir(args))
     document = errata.build(catalog, ledger.load(paths.SENTENCES), vectors, matrix)
     out = Path(args.out) if args.out else None
     per_file = out is not None and (out.is_dir() or args.out.endswith(("/", os.sep)))

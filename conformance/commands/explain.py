@@ -66,7 +66,7 @@ def _first_line(doc: str | None) -> str:
 def explain(item_id: str, catalog: Catalog | None = None) -> str:
     """The explanation of a requirement, ruling or vector id; InputError (exit 2) for an id none has."""
     catalog = catalog or catalog_mod.load()
-    vectors = {v.id: v for role in ("kernel", "provider") for v in vectors_mod.load_dir(role, catalog)}
+    vectors = {v.id: v for v in vectors_mod.load_all(catalog)}
     if item_id in catalog.requirements:
         return _requirement(catalog.requirements[item_id], catalog, vectors)
     if item_id in catalog.rulings:

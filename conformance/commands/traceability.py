@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.data import ledger as ledger_mod
+from conformance.data import catalog as catalog_mod, ledger as ledger_mod
 from conformance.data.catalog import Catalog, Ruling
 from conformance.data.schemas import InputError
 from conformance.data.sentences import Sentence, in_yaml, sentences_in
@@ -222,6 +222,7 @@ def accept(found: Trace, catalog_files: dict[str, Path]) -> list[str]:
     done += [f"{owners(f)}: {f} dropped (not in the spec)" for f in sorted(drop)]
     for name in ("requirements", "rulings"):
         rewrite_claims(catalog_files[name], follow, drop)
+    catalog_mod.load.cache_clear()  # the files just rewritten: the next load reads them again
     where = {s.fingerprint: s.anchor for s in found.sentences}
     unclaimed = {}
     for fingerprint, listed in found.ledger.unclaimed.items():

@@ -43,6 +43,11 @@ def load_dir(role: str, catalog: Catalog, root: Path | None = None) -> list[Vect
     return sorted((load_file(f, catalog, root or paths.VECTORS) for f in files), key=lambda v: v.id)
 
 
+def load_all(catalog: Catalog, root: Path | None = None) -> list[Vector]:
+    """The vectors of both roles."""
+    return [v for role in ("kernel", "provider") for v in load_dir(role, catalog, root)]
+
+
 def load_file(path: Path, catalog: Catalog, root: Path | None = None) -> Vector:
     doc = read_yaml(path)
     check(f"{_role(doc, path)}-vector.json", doc, str(path))
