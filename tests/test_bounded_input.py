@@ -72,6 +72,16 @@ def test_a_request_figure_past_the_protos_range_is_refused_on_load(catalog, tmp_
         vectors.load_file(path, catalog)
 
 
+def test_a_vector_whose_id_names_no_role_is_refused_naming_both_forms(tmp_path):
+    """A hand-written provider vector given a `dispute/...` id was refused with the kernel id pattern alone."""
+    path = tmp_path / "mine.yaml"
+    path.write_text("id: dispute/stability/mine\ntitle: t\norigin: {tool: hand-written}\nsteps: []\n")
+    run = ctxconf("replay", str(path), "--python", "conformance.reference.filereader:create",
+                  "--manifest", "examples/manifests/filereader.yaml")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "mine.yaml" in run.stderr and "kernel/<group>/<name> or provider/<group>/<name>" in run.stderr
+
+
 def _nested(levels: int) -> bytes:
     """A JSON line `levels` deep: an object holding lists nested inside each other."""
     return b'{"id": 1, "deep": ' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"

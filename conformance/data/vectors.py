@@ -100,6 +100,9 @@ def _role(doc, path: Path) -> str:
     named = doc.get("id", "") if isinstance(doc, dict) else ""
     if isinstance(named, str) and named.split("/")[0] in ("kernel", "provider"):
         return named.split("/")[0]
+    if isinstance(named, str) and named:  # the schema's pattern would name one role only, maybe not the intended one
+        raise InputError(str(path), f"id {named!r} names no role: a vector's id is kernel/<group>/<name> or "
+                                    f"provider/<group>/<name>", "id")
     return "provider" if "provider" in path.parts else "kernel"
 
 
