@@ -21,7 +21,7 @@ COVERS = frozenset({
     "P-SECTION-LABEL", "P-SECTION-PROVIDER", "P-SECTION-STABILITY", "P-TEXT-ONLY", "P-WITHIN-BUDGET",
     "P-TOKENS-COUNTTOKENS", "P-COUNTTOKENS-TEXT-ONLY", "P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS",
     "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TRUNCATED-FLAG", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
-    "C-REWRITTEN-HISTORY-MESSAGES",
+    "C-REWRITTEN-HISTORY-MESSAGES", "P-SECTION-STABILITY-DECLARED",
 })
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
@@ -319,16 +319,17 @@ class Checker:
         self.check_truncated(fresh, record, where)
 
     def check_declared_stability(self, fresh: list[dict], where: str) -> None:
-        """R-SECTION-STABILITY-DECLARED: the sections a provider that is not a compactor writes carry the
-        stability it declares, a fixed property of the plugin and never what a read of its source said. A
-        section or a declaration without a stability is P-SECTION-STABILITY's or P-CAP-STABILITY's finding."""
-        declared = self.capabilities.get("stability")
+        """R-SECTION-STABILITY-DECLARED: a provider that declares itself static (and is not a compactor) writes
+        no section marked dynamic: its declaration says its content stays the same for the session, and the
+        kernel ordered the chain by it. A section marked static under a dynamic declaration is a true hint
+        about that one section (each section carries its own) and is not judged. A section or a declaration
+        without a stability is P-SECTION-STABILITY's or P-CAP-STABILITY's finding."""
         judged = [s for s in fresh if s["stability"] in STABILITIES]
-        if declared in STABILITIES and judged:
-            other = sorted({s["label"] for s in judged if s["stability"] != declared})
-            self.add("P-CAP-STATIC-PROPERTIES", not other, f"it declares {declared}, yet its sections {other} say "
-                     "otherwise: a section's stability is the plugin's fixed property (R-SECTION-STABILITY-DECLARED)",
-                     where)
+        if self.capabilities.get("stability") == "STABILITY_STATIC" and judged:
+            dynamic = sorted({s["label"] for s in judged if s["stability"] == "STABILITY_DYNAMIC"})
+            self.add("P-SECTION-STABILITY-DECLARED", not dynamic, f"it declares STABILITY_STATIC, yet marks its "
+                     f"sections {dynamic} dynamic: a static plugin's content stays the same for the session, and "
+                     "the kernel placed it by that declaration (R-SECTION-STABILITY-DECLARED)", where)
 
     def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a

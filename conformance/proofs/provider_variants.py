@@ -450,6 +450,26 @@ class BudgetFollowsConfigure(FileReader):
         return reply
 
 
+@variant("declares dynamic, and marks its section static while its file still reads as it did at Configure",
+         "R-SECTION-STABILITY-DECLARED")
+class DynamicWithStaticSections(FileReader):
+    CAPABILITIES = {**FileReader.CAPABILITIES, "stability": "STABILITY_DYNAMIC"}
+    configured_text: str | None = None  # the file as Configure found it
+
+    def configure(self, request, call):
+        reply = super().configure(request, call)
+        try:
+            self.configured_text = self.read()
+        except CallFailed:  # unreadable now: no section is static until a Configure reads it
+            self.configured_text = None
+        return reply
+
+    def section(self, label, text, tokens, truncated):
+        unchanged = self.configured_text is not None and self.read() == self.configured_text
+        return {**super().section(label, text, tokens, truncated),
+                "stability": "STABILITY_STATIC" if unchanged else "STABILITY_DYNAMIC"}
+
+
 @variant("replaces the sections of its own it is handed back, where they stand, by what it reads now",
          "R-FIRING-STARTS-EMPTY")
 class ReplacesItsHandedSections(FileReader):
