@@ -62,6 +62,11 @@ def _kept(section: dict, prior: list[dict], field: str) -> bool:
     return (section["provider"], section[field]) in {(p["provider"], p[field]) for p in prior}
 
 
+def _chain_texts(chain: list[dict]) -> tuple:
+    """A chain as what it says (provider, label, text): recounted figures or other flags change nothing."""
+    return tuple((s["provider"], s["label"], tokens.text_of(s["content"])) for s in chain)
+
+
 def own_sections(record: StepRecord, compactor: bool = False, name: str = "") -> list[dict]:
     """What the provider itself wrote. When the prior sections still sit in
     their places (edited or not), it is what follows them; otherwise, and for
@@ -186,6 +191,7 @@ class Checker:
         elif record.result is not None and record.probe is None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
         self.findings += expectations(record, self, where)
+        self.forget_firings(record)
         if record.probe is None:  # what a provider makes of a value it coerced is its own (R-CONFIG-OFF-SCHEMA)
             self.remember(record)
 
@@ -333,21 +339,29 @@ class Checker:
 
     def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
-        later firing of the same source, budget, model and files touched with sections again, unless it is
-        handed its own earlier ones (a kernel carrying the chain): each firing's prompt is built from the
-        chain it returns, so leaving out what it sent before drops it."""
+        later firing of the very same input (source, budget, model, files touched, and the texts of the whole
+        prior chain, every provider's) with sections again, unless it is handed its own earlier ones (a kernel
+        carrying the chain): each firing's prompt is built from the chain it returns, so leaving out what it
+        sent before drops it. Another prior chain is another input: a reader may add nothing a chain already
+        holds. What a Configure set up is forgotten at the next one (forget_firings)."""
         if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
                 or record.source_text is None or record.counting_off:
             return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
         request = record.request
         firing = (record.source_text, request["token_budget"], request["model_target"]["id"],
-                  tuple(request["files_touched"]))
+                  tuple(request["files_touched"]), _chain_texts(request["prior_sections"]))
         if own:
             self.contributed.add(firing)
         elif firing in self.contributed and not _handed_its_own(request["prior_sections"], self.manifest.name):
-            self.add("P-FULL-CHAIN", False, "it answered an earlier firing of the same source, budget and model "
-                     "with its sections, and leaves them out of this one: a delta across firings, which the "
-                     "kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
+            self.add("P-FULL-CHAIN", False, "it answered an earlier firing of the same source, budget, model and "
+                     "prior chain with its sections, and leaves them out of this one: a delta across firings, "
+                     "which the kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
+
+    def forget_firings(self, record: StepRecord) -> None:
+        """R-EVERY-FIRING-WHOLE: a Configure (whatever its outcome, a probe's too) makes the provider a new
+        input; what it answered before says nothing of the firings after."""
+        if record.step.kind == "configure":
+            self.contributed.clear()
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
         """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):
@@ -389,10 +403,9 @@ class Checker:
         whose content could be summarized (some section of it holds two words or more), did it summarize
         anything (a rewrite that is not the original cut short, or new text of its own), or only cut and drop?"""
         over = self.counting.total(record, prior) > budget
-        def texts(chain: list[dict]) -> list[tuple]:  # the chain as text: recounted figures change nothing
-            return [(s["provider"], s["label"], tokens.text_of(s["content"])) for s in chain]
         summarizable = any(len(tokens.text_of(p["content"]).split()) > 1 for p in prior)
-        if budget < SUMMARY_ROOM or not over or not summarizable or texts(sections) == texts(prior):
+        reduced = _chain_texts(prior)  # the content it reduced: a chain as text, recounted figures change nothing
+        if budget < SUMMARY_ROOM or not over or not summarizable or _chain_texts(sections) == reduced:
             return
         originals = {(p["provider"], p["label"]): tokens.text_of(p["content"]) for p in prior}
         names = {self.manifest.name} | {p["provider"] for p in prior} | {p["label"] for p in prior}
@@ -402,8 +415,10 @@ class Checker:
             original = originals.get((section["provider"], section["label"]))
             if not text.strip() or (original is not None and (text == original or _is_cut(text, original))):
                 continue  # kept, cut short or emptied: no summary
-            if original is None:  # a section of its own: each line may stand for a section it was handed
-                pieces += [((len(self.pieces), i), _residue(line, names)) for i, line in enumerate(text.splitlines())
+            if original is None:  # a section of its own: each line may stand for a section it was handed, so a
+                # line is keyed by the chain it reduced and its place: the same chain reduced again may well
+                # bring the same line, which is no template (R-SUMMARIZE-EVIDENCE)
+                pieces += [((reduced, i), _residue(line, names)) for i, line in enumerate(text.splitlines())
                            if line.strip()]
             else:
                 pieces.append((original, _residue(text, names)))

@@ -479,6 +479,19 @@ class ReplacesItsHandedSections(FileReader):
         return {"sections": [s for s in reply["sections"][:n] if s["provider"] != self.NAME] + reply["sections"][n:]}
 
 
+@variant("adds nothing when another provider's section in the prior chain already holds its file's text",
+         "R-EVERY-FIRING-WHOLE")
+class SkipsWhatTheChainHolds(FileReader):
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        held = {" ".join(text_of(s["content"]).split()) for s in self.prior if s.get("provider") != self.NAME}
+        return [] if sections and all(" ".join(text_of(s["content"]).split()) in held for s in sections) else sections
+
+    def contribute(self, request, call):
+        self.prior = request["request"].get("prior_sections", [])
+        return super().contribute(request, call)
+
+
 @variant("labels its section with the file's first heading, and with the file's name when that heading is empty",
          "context/data-types.md#labeling")
 class LabelsByHeading(FileReader):
