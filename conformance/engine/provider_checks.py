@@ -232,8 +232,13 @@ class Checker:
         """R-COMPACTOR-MUST-FIT: a compactor that fails a Contribute whose prior chain is over its budget has
         not produced the chain that fits, which always exists (the empty chain). Only a budget of 0 may be
         refused as invalid_request (R-UNSERVABLE-REQUEST); a step whose CountTokens the vector made fail
-        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). "" when the failure is none of this."""
-        if not self.compactor or record.step.kind != "contribute" or record.failure is None or record.counting_off:
+        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). The firing after a schema probe is not judged:
+        the probe's Configure may have left it with no configuration (one it refused) or a budget that means
+        something else (a value it took), while the firing's budget is the default declared before the probe;
+        what it makes of a probe is its own there, failing included, its failure's form aside
+        (R-CONFIG-OFF-SCHEMA). "" when the failure is none of this."""
+        if not self.compactor or record.step.kind != "contribute" or record.failure is None or record.counting_off \
+                or record.probe is not None:
             return ""
         prior, budget = record.request["prior_sections"], record.request["token_budget"]
         total = self.counting.total(record, prior)

@@ -439,6 +439,27 @@ class CompactorSummarizesUnderItsOwnName(Compactor):
         return {**summary, "provider": self.NAME, "label": f"{section['label']} (summary)"}
 
 
+@variant("has no configuration after a Configure it refuses, and fails each Contribute as invalid_request until "
+         "one succeeds; declares a default budget of 10 tokens", "R-CONFIG-OFF-SCHEMA")
+class CompactorUnconfiguredAfterRefusal(Compactor):
+    CAPABILITIES = {**Compactor.CAPABILITIES, "default_token_budget": 10}
+    refused = False  # its last Configure was refused
+
+    def configure(self, request, call):
+        try:
+            reply = super().configure(request, call)
+        except CallFailed:
+            self.refused = True
+            raise
+        self.refused = False
+        return reply
+
+    def contribute(self, request, call):
+        if self.refused:
+            raise context_failure("invalid_request", "its last Configure was refused, so it has no configuration")
+        return super().contribute(request, call)
+
+
 # --- what the red team of issue 22 and the outside providers showed must be accepted ------------------------
 
 @variant("reports a default_token_budget that follows its configuration, so it changes after Configure",
