@@ -182,7 +182,7 @@ class Checker:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
 
     def check(self, record: StepRecord) -> None:
-        where = record.where
+        where, invariants_from = record.where, len(self.findings)
         for count in record.counts:
             self.add("P-COUNTTOKENS-TEXT-ONLY", not count.refused.startswith("CountTokens content"),
                      "a CountTokens request held a non-text block", where)
@@ -190,7 +190,9 @@ class Checker:
             self.check_failure(record, where)
         elif record.result is not None and record.probe is None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
-        self.findings += expectations(record, self, where)
+        # One finding per fact: an assertion that finds what an invariant of this step already reported
+        # (the same requirement, verdict and words) adds nothing.
+        self.findings += [f for f in expectations(record, self, where) if f not in self.findings[invariants_from:]]
         self.forget_firings(record)
         if record.probe is None:  # what a provider makes of a value it coerced is its own (R-CONFIG-OFF-SCHEMA)
             self.remember(record)
