@@ -69,6 +69,17 @@ def test_the_firing_after_a_schema_probe_is_not_judged_by_whether_it_fits():
     assert checker.gave_up(record) == "" and not [f for f in checker.findings if f.requirement == "C-CHAIN-FITS"]
 
 
+def test_a_compactor_is_judged_by_whether_it_fits_only_while_a_configure_it_took_stands():
+    checker, record = _compactor_checker(_failure("invalid_request", "INVALID_ARGUMENT"), 5)
+    configure = StepRecord(Step("configure", {}, {}, 0))
+    for outcome, judged in (({"failure": _failure("invalid_request", "INVALID_ARGUMENT")}, False),
+                            ({"result": {}}, True)):
+        checker.check(StepRecord(configure.step, **outcome))
+        assert bool(checker.gave_up(record)) is judged
+    checker.configured = False  # a fresh process that no Configure reached
+    assert checker.gave_up(record) == ""
+
+
 def _reduce(checker: Checker, prior: list[dict], line: str) -> None:
     """A reduction of prior into one section of the compactor's own holding one line."""
     record = StepRecord(Step("contribute", {}, {}, 1))

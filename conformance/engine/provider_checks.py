@@ -177,6 +177,7 @@ class Checker:
         self.served: list[dict] | None = None
         self.said_unavailable = False
         self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
+        self.configured = False  # R-COMPACTOR-MUST-FIT: the case's last Configure took the config it was sent
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
@@ -193,7 +194,7 @@ class Checker:
         # One finding per fact: an assertion that finds what an invariant of this step already reported
         # (the same requirement, verdict and words) adds nothing.
         self.findings += [f for f in expectations(record, self, where) if f not in self.findings[invariants_from:]]
-        self.forget_firings(record)
+        self.note_configure(record)
         if record.probe is None:  # what a provider makes of a value it coerced is its own (R-CONFIG-OFF-SCHEMA)
             self.remember(record)
 
@@ -234,13 +235,14 @@ class Checker:
         """R-COMPACTOR-MUST-FIT: a compactor that fails a Contribute whose prior chain is over its budget has
         not produced the chain that fits, which always exists (the empty chain). Only a budget of 0 may be
         refused as invalid_request (R-UNSERVABLE-REQUEST); a step whose CountTokens the vector made fail
-        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). The firing after a schema probe is not judged:
-        the probe's Configure may have left it with no configuration (one it refused) or a budget that means
-        something else (a value it took), while the firing's budget is the default declared before the probe;
-        what it makes of a probe is its own there, failing included, its failure's form aside
-        (R-CONFIG-OFF-SCHEMA). "" when the failure is none of this."""
+        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). Only a configured compactor is judged: before
+        any Configure of the case, or after one that failed, it may have no configuration to work by. Nor is
+        the firing after a schema probe: the probe's Configure may have given its budget another meaning (a
+        value it took), while the firing's budget is the default declared before the probe; what it makes of
+        a probe is its own there, failing included, its failure's form aside (R-CONFIG-OFF-SCHEMA). "" when
+        the failure is none of this."""
         if not self.compactor or record.step.kind != "contribute" or record.failure is None or record.counting_off \
-                or record.probe is not None:
+                or not self.configured or record.probe is not None:
             return ""
         prior, budget = record.request["prior_sections"], record.request["token_budget"]
         total = self.counting.total(record, prior)
@@ -350,7 +352,7 @@ class Checker:
         prior chain, every provider's) with sections again, unless it is handed its own earlier ones (a kernel
         carrying the chain): each firing's prompt is built from the chain it returns, so leaving out what it
         sent before drops it. Another prior chain is another input: a reader may add nothing a chain already
-        holds. What a Configure set up is forgotten at the next one (forget_firings)."""
+        holds. What a Configure set up is forgotten at the next one (note_configure)."""
         if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
                 or record.source_text is None or record.counting_off:
             return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
@@ -364,11 +366,13 @@ class Checker:
                      "prior chain with its sections, and leaves them out of this one: a delta across firings, "
                      "which the kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
 
-    def forget_firings(self, record: StepRecord) -> None:
-        """R-EVERY-FIRING-WHOLE: a Configure (whatever its outcome, a probe's too) makes the provider a new
-        input; what it answered before says nothing of the firings after."""
+    def note_configure(self, record: StepRecord) -> None:
+        """What a Configure (a probe's too) changes for the steps after it: the provider is a new input, so the
+        firings it answered before are forgotten (R-EVERY-FIRING-WHOLE); and it has a configuration it took
+        only when the Configure succeeded (R-COMPACTOR-MUST-FIT)."""
         if record.step.kind == "configure":
             self.contributed.clear()
+            self.configured = record.result is not None
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
         """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):

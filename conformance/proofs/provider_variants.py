@@ -439,24 +439,21 @@ class CompactorSummarizesUnderItsOwnName(Compactor):
         return {**summary, "provider": self.NAME, "label": f"{section['label']} (summary)"}
 
 
-@variant("has no configuration after a Configure it refuses, and fails each Contribute as invalid_request until "
-         "one succeeds; declares a default budget of 10 tokens", "R-CONFIG-OFF-SCHEMA")
-class CompactorUnconfiguredAfterRefusal(Compactor):
+@variant("has no configuration before a Configure succeeds, nor after one it refuses, and fails each Contribute "
+         "then as invalid_request; declares a default budget of 10 tokens", "R-CONFIG-OFF-SCHEMA")
+class CompactorRefusesUnconfigured(Compactor):
     CAPABILITIES = {**Compactor.CAPABILITIES, "default_token_budget": 10}
-    refused = False  # its last Configure was refused
+    configured = False  # its last Configure succeeded
 
     def configure(self, request, call):
-        try:
-            reply = super().configure(request, call)
-        except CallFailed:
-            self.refused = True
-            raise
-        self.refused = False
+        self.configured = False
+        reply = super().configure(request, call)
+        self.configured = True
         return reply
 
     def contribute(self, request, call):
-        if self.refused:
-            raise context_failure("invalid_request", "its last Configure was refused, so it has no configuration")
+        if not self.configured:
+            raise context_failure("invalid_request", "no Configure has given it a configuration it could take")
         return super().contribute(request, call)
 
 
