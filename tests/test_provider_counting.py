@@ -111,6 +111,7 @@ def test_the_counting_freedoms_pass(name, provider_vectors, tmp_path):
 def _compactor_checker(failure: dict, budget: int, counting_off: bool = False, prior_text: str = "x " * 80):
     transcript = ProviderTranscript(None, {"compactor": True}, models=dict(provider_cases.SUITE_MODELS))
     checker = Checker(transcript, None)
+    checker.configured = True  # a Configure earlier in the case took its config
     record = StepRecord(Step("contribute", {}, {}, 1), counting_off=counting_off)
     content = [{"text": {"text": prior_text}}]
     record.request = {"model_target": {"id": "suite-model"}, "token_budget": budget,

@@ -21,7 +21,7 @@ COVERS = frozenset({
     "P-SECTION-LABEL", "P-SECTION-PROVIDER", "P-SECTION-STABILITY", "P-TEXT-ONLY", "P-WITHIN-BUDGET",
     "P-TOKENS-COUNTTOKENS", "P-COUNTTOKENS-TEXT-ONLY", "P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS",
     "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TRUNCATED-FLAG", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
-    "C-REWRITTEN-HISTORY-MESSAGES",
+    "C-REWRITTEN-HISTORY-MESSAGES", "P-SECTION-STABILITY-DECLARED",
 })
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
@@ -60,6 +60,11 @@ def schema_gaps(schema: dict, config: dict) -> list[str]:
 def _kept(section: dict, prior: list[dict], field: str) -> bool:
     """Whether a prior section of the same provider has this section's value of field."""
     return (section["provider"], section[field]) in {(p["provider"], p[field]) for p in prior}
+
+
+def _chain_texts(chain: list[dict]) -> tuple:
+    """A chain as what it says (provider, label, text): recounted figures or other flags change nothing."""
+    return tuple((s["provider"], s["label"], tokens.text_of(s["content"])) for s in chain)
 
 
 def own_sections(record: StepRecord, compactor: bool = False, name: str = "") -> list[dict]:
@@ -172,12 +177,13 @@ class Checker:
         self.served: list[dict] | None = None
         self.said_unavailable = False
         self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
+        self.configured = False  # R-COMPACTOR-MUST-FIT: the case's last Configure took the config it was sent
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where))
 
     def check(self, record: StepRecord) -> None:
-        where = record.where
+        where, invariants_from = record.where, len(self.findings)
         for count in record.counts:
             self.add("P-COUNTTOKENS-TEXT-ONLY", not count.refused.startswith("CountTokens content"),
                      "a CountTokens request held a non-text block", where)
@@ -185,7 +191,10 @@ class Checker:
             self.check_failure(record, where)
         elif record.result is not None and record.probe is None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
-        self.findings += expectations(record, self, where)
+        # One finding per fact: an assertion that finds what an invariant of this step already reported
+        # (the same requirement, verdict and words) adds nothing.
+        self.findings += [f for f in expectations(record, self, where) if f not in self.findings[invariants_from:]]
+        self.note_configure(record)
         if record.probe is None:  # what a provider makes of a value it coerced is its own (R-CONFIG-OFF-SCHEMA)
             self.remember(record)
 
@@ -226,8 +235,14 @@ class Checker:
         """R-COMPACTOR-MUST-FIT: a compactor that fails a Contribute whose prior chain is over its budget has
         not produced the chain that fits, which always exists (the empty chain). Only a budget of 0 may be
         refused as invalid_request (R-UNSERVABLE-REQUEST); a step whose CountTokens the vector made fail
-        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). "" when the failure is none of this."""
-        if not self.compactor or record.step.kind != "contribute" or record.failure is None or record.counting_off:
+        leaves it no way to count (R-COUNTTOKENS-UNAVAILABLE). Only a configured compactor is judged: before
+        any Configure of the case, or after one that failed, it may have no configuration to work by. Nor is
+        the firing after a schema probe: the probe's Configure may have given its budget another meaning (a
+        value it took), while the firing's budget is the default declared before the probe; what it makes of
+        a probe is its own there, failing included, its failure's form aside (R-CONFIG-OFF-SCHEMA). "" when
+        the failure is none of this."""
+        if not self.compactor or record.step.kind != "contribute" or record.failure is None or record.counting_off \
+                or not self.configured or record.probe is not None:
             return ""
         prior, budget = record.request["prior_sections"], record.request["token_budget"]
         total = self.counting.total(record, prior)
@@ -319,34 +334,45 @@ class Checker:
         self.check_truncated(fresh, record, where)
 
     def check_declared_stability(self, fresh: list[dict], where: str) -> None:
-        """R-SECTION-STABILITY-DECLARED: the sections a provider that is not a compactor writes carry the
-        stability it declares, a fixed property of the plugin and never what a read of its source said. A
-        section or a declaration without a stability is P-SECTION-STABILITY's or P-CAP-STABILITY's finding."""
-        declared = self.capabilities.get("stability")
+        """R-SECTION-STABILITY-DECLARED: a provider that declares itself static (and is not a compactor) writes
+        no section marked dynamic: its declaration says its content stays the same for the session, and the
+        kernel ordered the chain by it. A section marked static under a dynamic declaration is a true hint
+        about that one section (each section carries its own) and is not judged. A section or a declaration
+        without a stability is P-SECTION-STABILITY's or P-CAP-STABILITY's finding."""
         judged = [s for s in fresh if s["stability"] in STABILITIES]
-        if declared in STABILITIES and judged:
-            other = sorted({s["label"] for s in judged if s["stability"] != declared})
-            self.add("P-CAP-STATIC-PROPERTIES", not other, f"it declares {declared}, yet its sections {other} say "
-                     "otherwise: a section's stability is the plugin's fixed property (R-SECTION-STABILITY-DECLARED)",
-                     where)
+        if self.capabilities.get("stability") == "STABILITY_STATIC" and judged:
+            dynamic = sorted({s["label"] for s in judged if s["stability"] == "STABILITY_DYNAMIC"})
+            self.add("P-SECTION-STABILITY-DECLARED", not dynamic, f"it declares STABILITY_STATIC, yet marks its "
+                     f"sections {dynamic} dynamic: a static plugin's content stays the same for the session, and "
+                     "the kernel placed it by that declaration (R-SECTION-STABILITY-DECLARED)", where)
 
     def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
-        later firing of the same source, budget, model and files touched with sections again, unless it is
-        handed its own earlier ones (a kernel carrying the chain): each firing's prompt is built from the
-        chain it returns, so leaving out what it sent before drops it."""
+        later firing of the very same input (source, budget, model, files touched, and the texts of the whole
+        prior chain, every provider's) with sections again, unless it is handed its own earlier ones (a kernel
+        carrying the chain): each firing's prompt is built from the chain it returns, so leaving out what it
+        sent before drops it. Another prior chain is another input: a reader may add nothing a chain already
+        holds. What a Configure set up is forgotten at the next one (note_configure)."""
         if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
                 or record.source_text is None or record.counting_off:
             return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
         request = record.request
         firing = (record.source_text, request["token_budget"], request["model_target"]["id"],
-                  tuple(request["files_touched"]))
+                  tuple(request["files_touched"]), _chain_texts(request["prior_sections"]))
         if own:
             self.contributed.add(firing)
         elif firing in self.contributed and not _handed_its_own(request["prior_sections"], self.manifest.name):
-            self.add("P-FULL-CHAIN", False, "it answered an earlier firing of the same source, budget and model "
-                     "with its sections, and leaves them out of this one: a delta across firings, which the "
-                     "kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
+            self.add("P-FULL-CHAIN", False, "it answered an earlier firing of the same source, budget, model and "
+                     "prior chain with its sections, and leaves them out of this one: a delta across firings, "
+                     "which the kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
+
+    def note_configure(self, record: StepRecord) -> None:
+        """What a Configure (a probe's too) changes for the steps after it: the provider is a new input, so the
+        firings it answered before are forgotten (R-EVERY-FIRING-WHOLE); and it has a configuration it took
+        only when the Configure succeeded (R-COMPACTOR-MUST-FIT)."""
+        if record.step.kind == "configure":
+            self.contributed.clear()
+            self.configured = record.result is not None
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
         """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):
@@ -388,10 +414,9 @@ class Checker:
         whose content could be summarized (some section of it holds two words or more), did it summarize
         anything (a rewrite that is not the original cut short, or new text of its own), or only cut and drop?"""
         over = self.counting.total(record, prior) > budget
-        def texts(chain: list[dict]) -> list[tuple]:  # the chain as text: recounted figures change nothing
-            return [(s["provider"], s["label"], tokens.text_of(s["content"])) for s in chain]
         summarizable = any(len(tokens.text_of(p["content"]).split()) > 1 for p in prior)
-        if budget < SUMMARY_ROOM or not over or not summarizable or texts(sections) == texts(prior):
+        reduced = _chain_texts(prior)  # the content it reduced: a chain as text, recounted figures change nothing
+        if budget < SUMMARY_ROOM or not over or not summarizable or _chain_texts(sections) == reduced:
             return
         originals = {(p["provider"], p["label"]): tokens.text_of(p["content"]) for p in prior}
         names = {self.manifest.name} | {p["provider"] for p in prior} | {p["label"] for p in prior}
@@ -401,8 +426,10 @@ class Checker:
             original = originals.get((section["provider"], section["label"]))
             if not text.strip() or (original is not None and (text == original or _is_cut(text, original))):
                 continue  # kept, cut short or emptied: no summary
-            if original is None:  # a section of its own: each line may stand for a section it was handed
-                pieces += [((len(self.pieces), i), _residue(line, names)) for i, line in enumerate(text.splitlines())
+            if original is None:  # a section of its own: each line may stand for a section it was handed, so a
+                # line is keyed by the chain it reduced and its place: the same chain reduced again may well
+                # bring the same line, which is no template (R-SUMMARIZE-EVIDENCE)
+                pieces += [((reduced, i), _residue(line, names)) for i, line in enumerate(text.splitlines())
                            if line.strip()]
             else:
                 pieces.append((original, _residue(text, names)))

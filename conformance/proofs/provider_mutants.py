@@ -62,7 +62,7 @@ class UnspecifiedStability(FileReader):
         return {**super().section(label, text, count, truncated), "stability": "STABILITY_STATIC"}
 
 
-@mutant("P-CAP-STATIC-PROPERTIES")
+@mutant("P-SECTION-STABILITY-DECLARED")
 class SectionStabilityFromFile(FileReader):
     """Keeps declaring static, but marks its section dynamic while its file says so anywhere: a per-call
     judgment of the section's stability."""

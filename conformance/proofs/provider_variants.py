@@ -439,6 +439,24 @@ class CompactorSummarizesUnderItsOwnName(Compactor):
         return {**summary, "provider": self.NAME, "label": f"{section['label']} (summary)"}
 
 
+@variant("has no configuration before a Configure succeeds, nor after one it refuses, and fails each Contribute "
+         "then as invalid_request; declares a default budget of 10 tokens", "R-CONFIG-OFF-SCHEMA")
+class CompactorRefusesUnconfigured(Compactor):
+    CAPABILITIES = {**Compactor.CAPABILITIES, "default_token_budget": 10}
+    configured = False  # its last Configure succeeded
+
+    def configure(self, request, call):
+        self.configured = False
+        reply = super().configure(request, call)
+        self.configured = True
+        return reply
+
+    def contribute(self, request, call):
+        if not self.configured:
+            raise context_failure("invalid_request", "no Configure has given it a configuration it could take")
+        return super().contribute(request, call)
+
+
 # --- what the red team of issue 22 and the outside providers showed must be accepted ------------------------
 
 @variant("reports a default_token_budget that follows its configuration, so it changes after Configure",
@@ -450,6 +468,26 @@ class BudgetFollowsConfigure(FileReader):
         return reply
 
 
+@variant("declares dynamic, and marks its section static while its file still reads as it did at Configure",
+         "R-SECTION-STABILITY-DECLARED")
+class DynamicWithStaticSections(FileReader):
+    CAPABILITIES = {**FileReader.CAPABILITIES, "stability": "STABILITY_DYNAMIC"}
+    configured_text: str | None = None  # the file as Configure found it
+
+    def configure(self, request, call):
+        reply = super().configure(request, call)
+        try:
+            self.configured_text = self.read()
+        except CallFailed:  # unreadable now: no section is static until a Configure reads it
+            self.configured_text = None
+        return reply
+
+    def section(self, label, text, tokens, truncated):
+        unchanged = self.configured_text is not None and self.read() == self.configured_text
+        return {**super().section(label, text, tokens, truncated),
+                "stability": "STABILITY_STATIC" if unchanged else "STABILITY_DYNAMIC"}
+
+
 @variant("replaces the sections of its own it is handed back, where they stand, by what it reads now",
          "R-FIRING-STARTS-EMPTY")
 class ReplacesItsHandedSections(FileReader):
@@ -457,6 +495,19 @@ class ReplacesItsHandedSections(FileReader):
         reply = super().contribute(request, call)
         n = len(request["request"].get("prior_sections", []))
         return {"sections": [s for s in reply["sections"][:n] if s["provider"] != self.NAME] + reply["sections"][n:]}
+
+
+@variant("adds nothing when another provider's section in the prior chain already holds its file's text",
+         "R-EVERY-FIRING-WHOLE")
+class SkipsWhatTheChainHolds(FileReader):
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        held = {" ".join(text_of(s["content"]).split()) for s in self.prior if s.get("provider") != self.NAME}
+        return [] if sections and all(" ".join(text_of(s["content"]).split()) in held for s in sections) else sections
+
+    def contribute(self, request, call):
+        self.prior = request["request"].get("prior_sections", [])
+        return super().contribute(request, call)
 
 
 @variant("labels its section with the file's first heading, and with the file's name when that heading is empty",
