@@ -70,10 +70,23 @@ def shares_nothing(a, b) -> bool:
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(unplain, st.lists(unplain, max_size=3), st.dictionaries(st.text(), unplain, max_size=3)))
 def test_json_copy_is_the_round_trip(value):
-    expected, got = round_trip(value), copied(value)
-    assert expected[0] == got[0] and (same(expected[1], got[1]) if got[0] == "value" else expected[1] == got[1])
+    expected = round_trip(value)
+    for got in (copied(value), copied(value)):  # the second time by marshal, when the first found it plain
+        assert expected[0] == got[0] and (same(expected[1], got[1]) if got[0] == "value" else expected[1] == got[1])
     if got[0] == "value":
         assert shares_nothing(got[1], forms.json_copy(got[1]))
+
+
+@pytest.mark.parametrize("plain_value, near_miss", [
+    ({"a": 1}, {"a": True}), ({"a": [1]}, {"a": (1,)}), ({"a": "x"}, {"a": Text("x")}), ({"1": 1}, {1: 1}),
+    ([2 ** 64], [2 ** 64 + 1]), ([1.0], [1]), ({"a": None}, {"a": b"x"}),
+])
+def test_a_value_found_plain_vouches_for_no_other(plain_value, near_miss):
+    for value in (plain_value, plain_value, near_miss, near_miss, plain_value):
+        expected, got = round_trip(value), copied(value)
+        assert expected[0] == got[0] and (same(expected[1], got[1]) if got[0] == "value" else expected[1] == got[1])
+        if got[0] == "value":
+            assert shares_nothing(got[1], value)
 
 
 def test_deep_or_circular_values_take_the_round_trip_itself():

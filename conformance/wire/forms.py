@@ -200,11 +200,30 @@ def json_copy(value: Any) -> Any:
     """What json.loads(json.dumps(value)) gives, several times faster: a value made of JSON's own types (dicts
     with string keys, lists, str, int, float, bool, None) is copied as it is, which is what the round trip makes
     of it. Anything else (a tuple, a key that is not a string, a subclass, a huge int, nesting past _COPY_DEPTH,
-    a cycle) takes the round trip itself, so its result, or its error, is json's."""
+    a cycle) takes the round trip itself, so its result, or its error, is json's.
+
+    The same values cross again and again (each firing's replies and requests): a value whose marshal bytes
+    are those of one found plain before is plain too (the bytes fix every type all through, and marshal writes
+    no subclass), and is copied by marshal in C, about twice as fast as the walk."""
     try:
-        return _copied(value, 0)
+        wire: bytes | None = marshal.dumps(value, 2)
+    except ValueError:  # a subclass, an object, a cycle, nesting past marshal's depth: never plain
+        wire = None
+    if wire is not None and wire in _PLAIN:
+        return marshal.loads(wire)
+    try:
+        copy = _copied(value, 0)
     except _NotPlain:
         return json.loads(json.dumps(value))
+    if wire is not None and len(wire) <= _PLAIN_LARGEST:
+        if len(_PLAIN) >= _PLAIN_SIZE:
+            _PLAIN.clear()  # a bound, not an eviction policy
+        _PLAIN.add(wire)
+    return copy
+
+
+_PLAIN: set[bytes] = set()  # marshal's bytes of values json_copy found plain
+_PLAIN_SIZE, _PLAIN_LARGEST = 4096, 16384  # at most 64 MiB kept
 
 
 def _copied(value: Any, level: int) -> Any:
