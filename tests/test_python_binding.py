@@ -4,11 +4,12 @@ the timeout, and an op that exits the thread's way (SystemExit) is an error, not
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from conformance.bindings.base import KERNEL_PROTOCOL, HarnessError
-from conformance.bindings.python import PythonBinding
+from conformance.bindings.python import PythonBinding, _Worker
 
 RELEASE = threading.Event()
 
@@ -65,3 +66,30 @@ def test_a_hello_without_what_the_harness_protocol_requires_is_a_harness_error(h
     with pytest.raises(HarnessError, match="hello result is malformed at"):
         binding.start()
     binding.close()
+
+
+def test_an_abandoned_op_that_ends_later_is_no_later_ops_end_and_its_thread_then_goes():
+    """The worker signals through pipes: the end an abandoned op writes must not be read as another op's."""
+    release = threading.Event()
+    worker = _Worker()
+    assert not worker.run(lambda: release.wait(30), 0.2)
+    assert not worker.run(lambda: None, 5)  # the thread is still in the first op: nothing more runs on it
+    release.set()
+    worker.stop()
+    worker.thread.join(5)
+    assert not worker.thread.is_alive()
+
+
+def test_the_suites_own_time_during_an_op_is_given_back_to_its_time_limit():
+    worker = _Worker()
+    spent = {"seconds": 0.0}
+
+    def suite_seconds() -> float:  # the suite is busy for as long as the op runs
+        spent["seconds"] += 0.1
+        return spent["seconds"]
+
+    try:
+        assert worker.run(lambda: time.sleep(0.5), 0.2, suite_seconds)
+        assert not worker.run(lambda: time.sleep(0.5), 0.2)
+    finally:
+        worker.stop()

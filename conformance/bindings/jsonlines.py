@@ -34,6 +34,9 @@ ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT
 MAX_LINE = 4 * 1024 * 1024
 STDERR_LINE = 4096      # bytes kept of one stderr line, and lines kept: at most ~800 KB, however much is written
 STDERR_LINES = 200
+# json.dumps(message, ensure_ascii=False), without building an encoder for every line (dumps builds one for any
+# argument but the defaults).
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def resolve_command(command: str, cwd: Path | None = None) -> list[str]:
@@ -191,7 +194,7 @@ class JsonLinesProcess:
         must not hang the suite once the pipe is full."""
         assert self.process and self.process.stdin
         trace.record("stdio", trace.TO_IMPL, message)
-        data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        data = _ENCODE(message).encode("utf-8") + b"\n"
         deadline = time.monotonic() + self.timeout
         try:
             fd = self.process.stdin.fileno()

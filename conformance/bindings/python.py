@@ -17,7 +17,9 @@ suite and sees exactly what a stdio shim would.
 from __future__ import annotations
 
 import importlib
-import queue
+import math
+import os
+import select
 import threading
 import time
 import traceback
@@ -136,36 +138,68 @@ class PythonBinding:
 class _Worker:
     """One thread that runs the object's ops, one after another, for as long as the binding lives. Each op
     runs off the caller's thread, so that one that never returns can be given up on; starting a thread per
-    op cost 0.1-0.5 ms, more than the rest of a round trip."""
+    op cost 0.1-0.5 ms, more than the rest of a round trip.
+
+    The op and its end are signalled through two pipes. Writing to a pipe lets go of the interpreter lock
+    before it wakes the other thread, which can then run at once; releasing a lock wakes it while the lock is
+    still held, and each side then wakes twice (5 us of CPU a hand-off against 10 to 14 us, measured). The
+    thread closes the pipes itself once it is told to stop, so none is closed while an abandoned op may still
+    end and write to one."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._serve, daemon=True, name="ctxconf-python-binding").start()
+        self._work = None
+        self._abandoned = False
+        self._go_read, self._go_write = os.pipe()
+        self._done_read, self._done_write = os.pipe()
+        self._done = select.poll()
+        self._done.register(self._done_read, select.POLLIN)
+        self.thread = threading.Thread(target=self._serve, daemon=True, name="ctxconf-python-binding")
+        self.thread.start()
 
     def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            work, done = job
-            try:
-                work()
-            except BaseException:  # SystemExit from the object: its op simply has no result, as before
-                pass
-            finally:
-                done.release()
+        try:
+            while os.read(self._go_read, 1) == _RUN:
+                work, self._work = self._work, None
+                try:
+                    work()
+                except BaseException:  # SystemExit from the object: its op simply has no result, as before
+                    pass
+                finally:
+                    os.write(self._done_write, _DONE)
+        finally:
+            for fd in (self._go_read, self._go_write, self._done_read, self._done_write):
+                os.close(fd)
 
     def run(self, work, timeout: float, suite_seconds=no_suite_time) -> bool:
         """Run `work` on the thread; False if it has not finished within `timeout` seconds of its own time
         (the suite's, as suite_seconds grows, given back; at most CALLBACK_WALL timeouts of wall clock). An
-        op that does not finish is abandoned with its thread: a daemon, which never keeps the suite from exiting."""
-        done = threading.Lock()
-        done.acquire()
-        self._jobs.put((work, done))
+        op that does not finish is abandoned with its thread: a daemon, which never keeps the suite from exiting,
+        and which runs nothing after it."""
+        if self._abandoned:
+            return False
+        self._work = work
+        os.write(self._go_write, _RUN)
         wall, credited, wait = time.monotonic() + timeout * CALLBACK_WALL, suite_seconds(), timeout
-        while not done.acquire(timeout=max(min(wait, wall - time.monotonic()), 0)):
-            wait = suite_seconds() - credited
-            if wait <= 0 or time.monotonic() >= wall:
-                return False
-            credited += wait
+        try:
+            while not self._finished(max(min(wait, wall - time.monotonic()), 0)):
+                wait = suite_seconds() - credited
+                if wait <= 0 or time.monotonic() >= wall:
+                    self._abandoned = True  # should it end after all, the end it writes is no later op's
+                    return False
+                credited += wait
+        except BaseException:  # interrupted while the op runs (^C): its end, whenever it comes, is no later op's
+            self._abandoned = True
+            raise
+        return True
+
+    def _finished(self, timeout: float) -> bool:
+        if not self._done.poll(math.ceil(timeout * 1000)):
+            return False
+        os.read(self._done_read, 1)
         return True
 
     def stop(self) -> None:
-        self._jobs.put(None)  # a thread stuck in an abandoned op never reads it, and stays a daemon
+        os.write(self._go_write, _STOP)  # a thread stuck in an abandoned op reads it if the op ever ends
+
+
+_RUN, _DONE, _STOP = b"r", b"d", b"s"

@@ -349,6 +349,16 @@ class TurnCheck:
         self.histories = [self.start_history]       # what a later compactor may be shown (R-REWRITE-VISIBILITY)
         self.findings: list[Finding] = []
         self.judgments: list[Judgment] = []
+        self._counted: dict[int, tuple[list[dict], frozenset[int]]] = {}  # see history_figures
+
+    def history_figures(self, history: list[dict]) -> frozenset[int]:
+        """history_counts by the turn's model, once per history the turn holds: every Contribute request of the
+        turn is judged against the same ones. Known by identity, and held beside its figures, so that an id
+        reused by another list never finds them; the turn's histories are never changed in place."""
+        entry = self._counted.get(id(history))
+        if entry is None or entry[0] is not history:
+            entry = self._counted[id(history)] = (history, history_counts(history, self.model.count))
+        return entry[1]
 
     def add(self, requirement: str, passed: bool, message: str = "", where: str = "") -> None:
         self.findings.append(Finding(requirement, passed, "" if passed else message, where or self.where))
@@ -494,7 +504,7 @@ class TurnCheck:
 
     def check_history_fields(self, request: dict, compactor: bool, where: str) -> None:
         shown = request["conversation_history"]
-        counts = [history_counts(h, self.model.count) for h in self.histories]
+        counts = [self.history_figures(h) for h in self.histories]
         # A rewrite the kernel applied though it may not is charged once, to the rule it broke; the
         # requests after it are then judged by the history the kernel actually keeps.
         misapplied = [j for j in self.judgments if j.rejected_history is not None]

@@ -53,7 +53,8 @@ def _player(result: CaseResult, scenario: KernelScenario, needs: tuple[str, ...]
         except Exception:
             findings, transcript.error = [], suite_defect("judging this case", transcript.error)
         found, harness = split_harness(findings)
-        result.findings += [replace(f, where=sweep.named(label, f.where)) for f in found]
+        # A finding is frozen: outside a sub-run (no label) it is kept as it is, not copied unchanged.
+        result.findings += [replace(f, where=sweep.named(label, f.where)) for f in found] if label else found
         error = transcript.error or harness
         return sweep.named(label, error) if error else None
 

@@ -31,11 +31,11 @@ class Model:
         return self.count_tokens and not self.tokenizer_down
 
     def tokenizer_count(self, content: list[dict]) -> int:
-        return tokens.KERNEL_TOKENIZERS[self.tokenizer](content)
+        return tokens.counted(self.tokenizer, content)
 
     def count(self, content: list[dict]) -> int:
         """What the kernel's CountTokens resolves to for this model."""
-        return self.tokenizer_count(content) if self.exact else tokens.fallback_count(content)
+        return tokens.counted(self.tokenizer if self.exact else None, content)
 
 
 @dataclass(frozen=True)

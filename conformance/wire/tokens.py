@@ -17,6 +17,8 @@ per-block counts, states figures no CountTokens call for its section gave.
 
 from __future__ import annotations
 
+import functools
+
 
 def words(text: str) -> int:
     """The runs of non-space in a text. str.split() with no separator splits on exactly the code points the
@@ -103,3 +105,16 @@ def count_with(tokenizer: str, content: list[dict]) -> tuple[int, bool]:
     if tokenizer == NO_TOKENIZER:
         return fallback_count(content), False
     return TOKENIZERS[tokenizer](content), True
+
+
+def counted(tokenizer: str | None, content: list[dict]) -> int:
+    """KERNEL_TOKENIZERS[tokenizer](content), or fallback_count(content) for None, of canonical ContentBlocks,
+    remembered: the judge counts the same sections over and over (each reading of a reply, each check of a
+    turn). Each of them reads nothing but the texts of the text blocks, in order, so those name the count."""
+    return _count_of_texts(tokenizer, tuple(texts_of(content)))
+
+
+@functools.lru_cache(maxsize=16384)
+def _count_of_texts(tokenizer: str | None, texts: tuple[str, ...]) -> int:
+    content = [{"text": {"text": text}} for text in texts]
+    return fallback_count(content) if tokenizer is None else KERNEL_TOKENIZERS[tokenizer](content)
