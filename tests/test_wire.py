@@ -63,3 +63,16 @@ def test_a_word_is_a_run_of_non_space_for_every_code_point():
     assert spaces == "".join(c for c in every if c.isspace()) and len(spaces) > 20
     mixed = "".join(f"{s}word{i}{s}{s}" for i, s in enumerate(spaces)) + "tail"
     assert tokens.words(mixed) == len(re.findall(r"\S+", mixed)) == len(spaces) + 1
+
+
+@pytest.mark.parametrize("texts", [["a", "b"], ["a", "", "b"], ["one two", " three"], ["x" * 4, "y"], ["é", "e\u0301"],
+                                   ["a b c d e", "f g h i j", "k"], [" ", " "], ["word"] * 9])
+def test_the_blocks_tokenizer_tells_a_split_text_from_the_same_text_otherwise_blocked(texts):
+    """`blocks` counts the whole text plus a separator per block boundary: never the same text in one block
+    (a provider that joins the blocks to count them), never the sum of its blocks' separate counts (one that
+    counts block by block), whatever the words and code points at the boundaries."""
+    content = [{"text": {"text": t}} for t in texts]
+    figure = tokens.count_with("blocks", content)[0]
+    assert figure != tokens.count_with("blocks", [{"text": {"text": "".join(texts)}}])[0]
+    assert figure != sum(tokens.count_with("blocks", [block])[0] for block in content)
+    assert figure == tokens.count_with("words", content)[0] + tokens.BLOCK_SEPARATOR_TOKENS * (len(texts) - 1)

@@ -18,7 +18,8 @@ DEFAULT_MODEL = {"id": "suite-model", "context_window": 200000, "effective_ceili
 # The models of the kernel the suite plays, by id, with the tokenizer each counts with (tokens.TOKENIZERS, or
 # none: the fallback formula, exact false). A step's model_target adds its own model (its `tokenizer`, words
 # unless it says otherwise); a model_ref naming any other id is NOT_FOUND.
-SUITE_MODELS = {"suite-model": "words", "suite-thirds-model": "thirds", "suite-plain-model": tokens.NO_TOKENIZER}
+SUITE_MODELS = {"suite-model": "words", "suite-thirds-model": "thirds", "suite-blocks-model": "blocks",
+                "suite-plain-model": tokens.NO_TOKENIZER}
 DEFAULT_TOKENIZER = "words"
 DEFAULT_FILES = {DEFAULT_SOURCE: "# Project context\n\nThis repository uses tabs for indentation.\n\n"
                                   "Run the tests with make test before every commit.\n"}

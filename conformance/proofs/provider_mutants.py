@@ -459,6 +459,28 @@ class SumsPerBlockCounts(BlockPerParagraph):
         return sum(count([block]) for block in blocks)
 
 
+class _JoinsBlocks(Counter):
+    def ask(self, texts, model_id):
+        return super().ask(("".join(texts),), model_id)
+
+
+@mutant("P-TOKENS-COUNTTOKENS")
+class CountsBlocksJoined(BlockPerParagraph):
+    """Asks CountTokens for its section's text as one block, though the section holds one block per paragraph
+    (R-COUNT-WHOLE-SECTION): right only under a tokenizer that ignores where blocks end."""
+
+    def counter(self, call, request):
+        return _JoinsBlocks(call, (request.get("model_target") or {}).get("id", ""))
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorCountsBlocksJoined(Compactor):
+    """Measures each section of the chain by its text asked as one block (red-team M07)."""
+
+    def counter(self, call, request):
+        return _JoinsBlocks(call, (request.get("model_target") or {}).get("id", ""))
+
+
 @mutant("P-TOKENS-COUNTTOKENS")
 class CountsForFixedModel(FileReader):
     """Always counts for the model it was written for, whatever model the request targets."""
@@ -965,6 +987,22 @@ class CompactorKeepsCountsByLabel(Compactor):
 
     def total(self, chain, count):
         return sum(self.figures.setdefault((s["provider"], s["label"]), count(s["content"])) for s in chain)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorKeepsStaticCountsByLabel(Compactor):
+    """Keeps only static sections' counts by provider and label ("unchanged for the session"), so it counts
+    every other section anew and is wrong only when a static section's content changes: a case whose catch
+    needs no counts left by an earlier case (same-label-new-content is `fresh`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[tuple, int] = {}
+
+    def total(self, chain, count):
+        return sum(self.figures.setdefault((s["provider"], s["label"]), count(s["content"]))
+                   if s.get("stability") == "STABILITY_STATIC" and s["provider"] != self.NAME else count(s["content"])
+                   for s in chain)
 
 
 @mutant("P-COUNTTOKENS-TEXT-ONLY")

@@ -791,6 +791,8 @@ def contribute_requests(draw, large: frozenset = frozenset(), own_name: str = "p
     if draw(st.booleans()):
         ceiling = draw(PROVIDER["ceiling"].strategy("ceiling" in large))
         request["model_target"] = {"id": "generated-model", "context_window": ceiling * 2, "effective_ceiling": ceiling}
+        if draw(st.booleans()):  # a tokenizer that counts the blocks a text is split into, too
+            request["model_target"] |= {"id": "generated-blocks-model", "tokenizer": "blocks"}
     if draw(st.booleans()):  # 0 is a figure too, not a missing one
         request["history_tokens"] = draw(st.one_of(st.just(0), PROVIDER["history-tokens"].strategy("history-tokens" in large)))
     touched = draw(files_touched(PROVIDER["files"], "files" in large))

@@ -10,9 +10,10 @@ implementation that estimates instead of asking is caught.
 A kernel's declared models count with KERNEL_TOKENIZERS, additive over
 blocks. The kernel the suite plays for a provider has models with the same
 tokenizers applied to a content's whole text (TOKENIZERS), not additive over
-its blocks (as the fallback is not), and models with none (the fallback,
-exact false): a provider that counts for the wrong model, or adds up
-per-block counts, states figures no CountTokens call for its section gave.
+its blocks (as the fallback is not), one (`blocks`) that also counts where
+blocks end, and models with none (the fallback, exact false): a provider that
+counts for the wrong model, adds up per-block counts, or asks for its blocks'
+text as one block, states figures no CountTokens call for its section gave.
 """
 
 from __future__ import annotations
@@ -94,9 +95,23 @@ def _over_whole_text(tokenizer):
     return lambda content: tokenizer([{"text": {"text": text_of(content)}}])
 
 
+BLOCK_SEPARATOR_TOKENS = 3  # more than a sum of per-block counts can gain over the whole text (2 a boundary)
+
+
+def _words_with_block_separators(content: list[dict]) -> int:
+    """`words` over the whole text, plus BLOCK_SEPARATOR_TOKENS for each text block after the first: a vendor
+    tokenizer that marks where one block ends (as chat formats do), so the same text in other blocks, joined into
+    one or split into more, counts otherwise. Never a sum of per-block `words` counts: each boundary gains such a
+    sum at most a word split in two and a fifth rounded up, 2 tokens."""
+    return suite_tokenizer_count([{"text": {"text": text_of(content)}}]) + BLOCK_SEPARATOR_TOKENS * max(
+        0, len(texts_of(content)) - 1)
+
+
 # The model tokenizers of the kernel the suite plays for a provider (`tokenizer:` in a provider vector's
-# model_target), by name: the kernel's, over the whole text, so a sum of per-block counts is not a section's.
+# model_target), by name: the kernel's, over the whole text, so a sum of per-block counts is not a section's;
+# and `blocks`, which counts the blocks a content is split into as well.
 TOKENIZERS = {name: _over_whole_text(tokenizer) for name, tokenizer in KERNEL_TOKENIZERS.items()}
+TOKENIZERS["blocks"] = _words_with_block_separators
 NO_TOKENIZER = "none"  # a model without one: the fallback formula, exact false
 
 
