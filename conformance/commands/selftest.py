@@ -183,14 +183,14 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
     return judged(subject, cases, generated, time.perf_counter() - started)
 
 
-def _run(subject: Subject, profile: str, seed: int | None, properties: bool = True, vectors: bool = True,
+def _run(subject: Subject, profile: str, seed: int | None, properties: bool = True, with_vectors: bool = True,
          group: str | None = None) -> tuple[list[CaseResult], list[CaseResult]]:
-    """The subject's vector cases (those of one vector `group` only, if given; none without `vectors`) and
-    its generated ones (none without `properties`)."""
+    """The subject's vector cases (those of one vector `group` only, if given; none unless `with_vectors`)
+    and its generated ones (none without `properties`)."""
     with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
             Connection(_opener(subject, Path(workdir))) as connection:
         vectors = [v for v in _vectors(subject.role, subject.binding == "python")
-                   if vectors and v.id.startswith(subject.vectors_under) and group in (None, _group(v.id))]
+                   if with_vectors and v.id.startswith(subject.vectors_under) and group in (None, _group(v.id))]
         properties = properties and not subject.vectors_under
         manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml") if subject.role == "provider" else None
         cases = run_cases(subject.role, connection, vectors, None, Path(workdir), manifest)
@@ -245,7 +245,7 @@ def certify_part(subject: Subject, part: str, profile: str,
                  seed: int | None) -> tuple[list[CaseResult], list[CaseResult]]:
     """One of parts(): the cases of a vector group, or the generated ones, as certify() would run them."""
     if part == PROPERTIES:
-        return _run(subject, profile, seed, vectors=False)  # a conforming subject's properties ignore the vectors
+        return _run(subject, profile, seed, with_vectors=False)  # a conforming subject's properties ignore them
     return _run(subject, profile, seed, properties=False, group=part)
 
 
