@@ -140,10 +140,16 @@ def selftest_part(run_once):
                                           lambda: selftest.certify_part(subject, part, "ci", None))
 
 
+# Files holding single tests of a minute or more on a loaded machine (measured with -n 4): the packaging test,
+# the demo matrix (two mutants' counterexamples shrunk), the plugin's mutant under xdist, the merged matrix
+# shards, the CI script's fresh install, a search of 300 large scenarios.
+LONG = ("test_selftest.py", "test_packaging.py", "test_matrix.py", "test_pytest_plugin.py", "test_shards.py",
+        "test_ci_integration.py", "test_scenario_space.py")
+
+
 def pytest_collection_modifyitems(items):
-    """The self-test is most of the run, and the packaging test and the demo matrix (two mutants' counterexamples
-    shrunk) are long single tests: hand them to the workers first, so that the short tests fill the gaps at
-    the end instead of one long test running alone. The tests that gather what other tests certify (marked
-    `gathers`) come last, when the other workers have certified it all."""
-    items.sort(key=lambda item: (item.get_closest_marker("gathers") is not None,
-                                 item.path.name not in ("test_selftest.py", "test_packaging.py", "test_matrix.py")))
+    """The self-test is most of the run, and the files in LONG hold long single tests: hand them to the workers
+    first, so that the short tests fill the gaps at the end instead of one long test running alone. The tests
+    that gather what other tests certify (marked `gathers`) come last, when the other workers have certified
+    it all."""
+    items.sort(key=lambda item: (item.get_closest_marker("gathers") is not None, item.path.name not in LONG))

@@ -17,6 +17,16 @@ SUBJECTS = {s.key: s for s in selftest.slowest_first(selftest.subjects())}
 
 
 MUTANTS = [k for k, s in SUBJECTS.items() if s.mutant]
+PARTS = [(k, part) for k, s in SUBJECTS.items() for part in selftest.parts(s)]
+
+
+# First, as pytest-xdist hands tests out in the order they are defined: the parts of the longest run.
+@pytest.mark.parametrize("key, part", PARTS, ids=[f"{'-'.join(k)}-{part}" for k, part in PARTS])
+def test_each_part_of_a_long_conforming_run_passes(key, part, selftest_part):
+    # What fails or errors in a part fails the whole; whether the whole exercised every MUST is judged by
+    # test_each_conforming_implementation_passes_over_each_binding, which joins the parts.
+    outcome = selftest.judged(SUBJECTS[key], *selftest_part(SUBJECTS[key], part), whole=False)
+    assert not outcome.problem, outcome.problem
 
 
 @pytest.mark.parametrize("key", MUTANTS, ids="-".join)
@@ -35,14 +45,11 @@ def test_every_vector_kills_a_mutant_and_every_must_is_caught_by_a_vector(role, 
     assert selftest.only_by_properties(outcomes, (role,)) == [], "a MUST caught only by the property tests"
 
 
-PARTS = [(k, part) for k, s in SUBJECTS.items() for part in selftest.parts(s)]
-
-
 @pytest.mark.parametrize("key", [pytest.param(k, marks=[pytest.mark.gathers] if selftest.parts(s) else [])
                                  for k, s in SUBJECTS.items() if not s.mutant], ids="-".join)
 def test_each_conforming_implementation_passes_over_each_binding(key, selftest_part):
     subject = SUBJECTS[key]
-    if selftest.parts(subject):  # certified in parts, the test below, spread over the workers: joined here
+    if selftest.parts(subject):  # certified in parts (the first test), spread over the workers: joined here
         runs = [selftest_part(subject, part) for part in selftest.parts(subject)]
         # The parts ran every vector once, in certify()'s order, and the properties.
         assert [c.id for cases, _ in runs for c in cases] == [v.id for v in selftest._vectors(subject.role, False)]
@@ -50,13 +57,6 @@ def test_each_conforming_implementation_passes_over_each_binding(key, selftest_p
         outcome = selftest.joined(subject, runs)
     else:
         outcome = selftest.certify(subject, "ci", None)
-    assert not outcome.problem, outcome.problem
-
-
-@pytest.mark.parametrize("key, part", PARTS, ids=[f"{'-'.join(k)}-{part}" for k, part in PARTS])
-def test_each_part_of_a_long_conforming_run_passes(key, part, selftest_part):
-    # What fails or errors in a part fails the whole; whether the whole exercised every MUST is the test above's.
-    outcome = selftest.judged(SUBJECTS[key], *selftest_part(SUBJECTS[key], part), whole=False)
     assert not outcome.problem, outcome.problem
 
 
