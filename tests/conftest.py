@@ -103,37 +103,53 @@ def processes_under(folder: Path) -> list[int]:
 
 
 @pytest.fixture(scope="session")
-def selftest_outcome(tmp_path_factory, request):
-    """The self-test's outcome for a subject (ci profile), certified once per pytest run: the first test, in
-    any pytest-xdist worker, to ask for it certifies it while holding its lock, and every other test that
-    asks reads it back (or waits for it). The outcomes live in the run's base directory, which every
-    worker of one run shares and the next run does not."""
-    from conformance.commands import selftest
-
+def run_once(tmp_path_factory, request):
+    """`run_once(name, compute)`: compute() once per pytest run, under any number of pytest-xdist workers. The
+    first test, in any worker, to ask for a name computes it while holding the name's lock, and every other
+    test that asks reads the pickled result back (or waits for it). The results live in the run's base
+    directory, which every worker of one run shares and the next run does not."""
     base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if hasattr(request.config, "workerinput") else base) / "selftest-outcomes"
+    folder = (base.parent if hasattr(request.config, "workerinput") else base) / "run-once"
     folder.mkdir(exist_ok=True)
 
-    def outcome(subject):
-        name = hashlib.sha1(repr(subject.key).encode()).hexdigest()
-        done = folder / f"{name}.pickle"
-        with open(folder / f"{name}.lock", "w") as lock:
+    def once(name: str, compute):
+        stem = hashlib.sha1(name.encode()).hexdigest()
+        done = folder / f"{stem}.pickle"
+        with open(folder / f"{stem}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not done.exists():
-                (folder / f"{name}.part").write_bytes(pickle.dumps(selftest.certify(subject, "ci", None)))
-                (folder / f"{name}.part").replace(done)
+                (folder / f"{stem}.part").write_bytes(pickle.dumps(compute()))
+                (folder / f"{stem}.part").replace(done)
             return pickle.loads(done.read_bytes())
 
-    return outcome
+    return once
 
 
-LAST = ("test_every_vector_kills_a_mutant_and_every_must_is_caught_by_a_vector",)
+@pytest.fixture(scope="session")
+def selftest_outcome(run_once):
+    """The self-test's outcome for a subject (ci profile), certified once per pytest run."""
+    from conformance.commands import selftest
+    return lambda subject: run_once(f"selftest {subject.key!r}", lambda: selftest.certify(subject, "ci", None))
+
+
+@pytest.fixture(scope="session")
+def selftest_part(run_once):
+    """The cases of one of selftest.parts() of a subject (ci profile), certified once per pytest run."""
+    from conformance.commands import selftest
+    return lambda subject, part: run_once(f"selftest {subject.key!r} part {part}",
+                                          lambda: selftest.certify_part(subject, part, "ci", None))
+
+
+# Files holding single tests of a minute or more on a loaded machine (measured with -n 4): the packaging test,
+# the demo matrix (two mutants' counterexamples shrunk), the plugin's mutant under xdist, the merged matrix
+# shards, the CI script's fresh install, a search of 300 large scenarios.
+LONG = ("test_selftest.py", "test_packaging.py", "test_matrix.py", "test_pytest_plugin.py", "test_shards.py",
+        "test_ci_integration.py", "test_scenario_space.py")
 
 
 def pytest_collection_modifyitems(items):
-    """The self-test is most of the run, and the packaging test and the demo matrix (two mutants' counterexamples
-    shrunk) are long single tests: hand them to the workers first, so that the short tests fill the gaps at
-    the end instead of one long test running alone. The tests that gather every mutant's outcome come last,
-    when the other workers have certified them all."""
-    items.sort(key=lambda item: (item.originalname in LAST,
-                                 item.path.name not in ("test_selftest.py", "test_packaging.py", "test_matrix.py")))
+    """The self-test is most of the run, and the files in LONG hold long single tests: hand them to the workers
+    first, so that the short tests fill the gaps at the end instead of one long test running alone. The tests
+    that gather what other tests certify (marked `gathers`) come last, when the other workers have certified
+    it all."""
+    items.sort(key=lambda item: (item.get_closest_marker("gathers") is not None, item.path.name not in LONG))

@@ -12,14 +12,19 @@ from tests.conftest import ctxconf
 MUTANT = "conformance.proofs.kernel_mutants:PerSectionBudget"
 
 
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("diff")
+@pytest.fixture(scope="session")
+def reports(tmp_path_factory, run_once):
+    """The reference's and the mutant's reports on one case, certified once per pytest run."""
+    folder = run_once("tests/test_diff.py reports", lambda: _reports(tmp_path_factory.mktemp("diff")))
+    return folder / "reference.json", folder / "mutant.json"
+
+
+def _reports(folder):
     for name, target in (("reference", []), ("mutant", ["--python", MUTANT])):
         run = ctxconf("kernel", "-k", "kernel/budget/budget-covers-all-own-sections", *target, "--report",
                   str(folder / f"{name}.json"))
         assert run.returncode == (0 if name == "reference" else 1), run.stderr
-    return folder / "reference.json", folder / "mutant.json"
+    return folder
 
 
 def test_a_mutant_against_the_reference_shows_the_requirement_the_case_and_the_new_failures(reports):

@@ -16,11 +16,14 @@ from tests.conftest import ctxconf
 MUTANT = "conformance.proofs.kernel_mutants:PerSectionBudget"
 
 
-@pytest.fixture(scope="module")
-def failing_page(tmp_path_factory):
-    """A real certification with a failing MUST: a mutant that judges each section against the budget alone."""
-    page = tmp_path_factory.mktemp("html") / "report.html"
-    run = ctxconf("kernel", "--python", MUTANT, "-k", "kernel/budget/", "--html", str(page))
+@pytest.fixture(scope="session")
+def failing_page(tmp_path_factory, run_once):
+    """A real certification with a failing MUST: a mutant that judges each section against the budget alone
+    (certified once per pytest run)."""
+    def certify():
+        page = tmp_path_factory.mktemp("html") / "report.html"
+        return page, ctxconf("kernel", "--python", MUTANT, "-k", "kernel/budget/", "--html", str(page))
+    page, run = run_once("tests/test_html.py failing page", certify)
     assert run.returncode == 1 and f"wrote {page}" in run.stdout, run.stdout + run.stderr
     return page
 

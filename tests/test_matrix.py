@@ -11,11 +11,15 @@ from conformance.reports import matrix_report
 from tests.conftest import ctxconf
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("matrix")
-    run = ctxconf("matrix", str(DEMO), "--html", str(out / "m.html"), "--markdown", str(out / "m.md"),
-                  "--json", str(out / "m.json"), cwd=out, timeout=600)
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory, run_once):
+    """The demo matrix run once per pytest run (in whichever pytest-xdist worker first needs it), its files
+    and its run read by the tests below."""
+    def run_demo():
+        out = tmp_path_factory.mktemp("matrix")
+        return out, ctxconf("matrix", str(DEMO), "--html", str(out / "m.html"), "--markdown", str(out / "m.md"),
+                            "--json", str(out / "m.json"), cwd=out, timeout=600)
+    out, run = run_once("tests/test_matrix.py demo", run_demo)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     return out, run
 

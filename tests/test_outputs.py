@@ -18,10 +18,36 @@ MUTANT = "conformance.proofs.kernel_mutants:PerSectionBudget"  # fails K-BUDGET-
 def _outputs(tmp_path, *args: str):
     run = ctxconf(*args, "--report", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml"),
                   "--markdown", str(tmp_path / "m.md"), "--badge", str(tmp_path / "badge"))
+    return _read(tmp_path, run)
+
+
+def _read(tmp_path, run):
+    """The run and what _outputs() had it write: report, JUnit root, Markdown, badge."""
     report = json.loads((tmp_path / "r.json").read_text())
     suite = ET.parse(tmp_path / "j.xml").getroot()
     badge = json.loads((tmp_path / "badge" / "badge.json").read_text())
     return run, report, suite, (tmp_path / "m.md").read_text(), badge
+
+
+@pytest.fixture(scope="session")
+def mutant_outputs(tmp_path_factory, run_once):
+    """The folder and the run of MUTANT's vectors with every output written: certified once per pytest run,
+    for the tests that read them."""
+    def certify():
+        folder = tmp_path_factory.mktemp("mutant-outputs")
+        return folder, _outputs(folder, "kernel", "--python", MUTANT, "--no-properties")[0]
+    return run_once("tests/test_outputs.py mutant outputs", certify)
+
+
+@pytest.fixture(scope="session")
+def property_run(tmp_path_factory, run_once):
+    """The folder and the run of the reference kernel's property test alone (`-k property`, ci profile) run
+    there with its report: run once per pytest run, for the tests that read the report or the folder."""
+    def certify():
+        folder = tmp_path_factory.mktemp("property-run")
+        return folder, ctxconf("kernel", "-k", "property", "--profile", "ci", "--report", str(folder / "r.json"),
+                               cwd=folder)
+    return run_once("tests/test_outputs.py property run", certify)
 
 
 def test_a_baselined_failure_is_xfail_in_every_output(tmp_path):
@@ -88,22 +114,23 @@ def test_a_partial_run_says_so_in_every_output(tmp_path, options, scope):
     assert badge["message"] == f"no verdict (partial run: {scope})" and badge["color"] == "lightgrey"
 
 
-def test_k_matches_the_property_tests_id(tmp_path):
-    run = ctxconf("kernel", "-k", "property", "--profile", "ci", "--report", str(tmp_path / "r.json"))
+def test_k_matches_the_property_tests_id(property_run):
+    folder, run = property_run
     assert run.returncode == 0, run.stdout + run.stderr
-    assert [c["id"] for c in json.loads((tmp_path / "r.json").read_text())["cases"]] == [
+    assert [c["id"] for c in json.loads((folder / "r.json").read_text())["cases"]] == [
         "property/kernel/generated-scenarios"]
 
 
-def test_a_failure_names_anchor_and_rulings_and_its_rerun_command_reproduces_it(tmp_path):
-    run, report, suite, md, _ = _outputs(tmp_path, "kernel", "--python", MUTANT, "--no-properties")
+def test_a_failure_names_anchor_and_rulings_and_its_rerun_command_reproduces_it(mutant_outputs, tmp_path):
+    folder, run = mutant_outputs
+    run, report, suite, md, _ = _read(folder, run)
     assert run.returncode == 1
     assert "spec: context/data-types.md#budget-mechanics" in run.stdout
     assert "(rulings: R-BUDGET-PER-PROVIDER)" in run.stdout
     failure = next(e for e in suite.iter("failure") if "K-BUDGET-REJECT" in e.get("message"))
     assert "context/data-types.md#budget-mechanics" in failure.text and "rerun: ctxconf replay" in failure.text
     assert "`context/data-types.md#budget-mechanics`" in md and "rerun: `ctxconf replay" in md
-    assert "K-BUDGET-REJECT (context/data-types.md#budget-mechanics)" in (tmp_path / "badge" / "badge.svg").read_text()
+    assert "K-BUDGET-REJECT (context/data-types.md#budget-mechanics)" in (folder / "badge" / "badge.svg").read_text()
     [line] = [line for line in run.stdout.splitlines() if "rerun:" in line
               and "budget-covers-all-own-sections" in line]
     command = shlex.split(line.split("rerun: ", 1)[1])
@@ -114,14 +141,14 @@ def test_a_failure_names_anchor_and_rulings_and_its_rerun_command_reproduces_it(
     assert "K-BUDGET-REJECT" in again["summary"]["blocking_failures"]
 
 
-def test_summaries_are_whole_and_the_files_written_are_listed(tmp_path):
+def test_summaries_are_whole_and_the_files_written_are_listed(mutant_outputs):
     from conformance.data import catalog as catalog_mod
 
-    run, *_ = _outputs(tmp_path, "kernel", "--python", MUTANT, "--no-properties")
+    folder, run = mutant_outputs
     summary = catalog_mod.load().requirements["K-BUDGET-REJECT"].summary
     assert summary in run.stdout
     for name in ("r.json", "j.xml", "m.md", "badge/badge.json", "badge/badge.svg"):
-        assert f"wrote {tmp_path / name}" in run.stdout
+        assert f"wrote {folder / name}" in run.stdout
     assert not re.search(r"\b1 cases", run.stdout)
 
 
@@ -166,9 +193,9 @@ def test_a_baseline_entry_naming_nothing_known_exits_2(tmp_path, entry, field):
     assert run.returncode == 2 and str(baseline) in run.stderr and field in run.stderr
 
 
-def test_no_hypothesis_folder_is_left_in_the_working_directory(tmp_path):
-    run = ctxconf("kernel", "--profile", "ci", "-k", "property", cwd=tmp_path)
-    assert run.returncode == 0 and not (tmp_path / ".hypothesis").exists()
+def test_no_hypothesis_folder_is_left_in_the_working_directory(property_run):
+    folder, run = property_run  # run in `folder`
+    assert run.returncode == 0 and not (folder / ".hypothesis").exists()
 
 
 def test_help_is_written_for_the_role():

@@ -4,6 +4,7 @@ of the references exchanges today."""
 
 import ast
 import copy
+import functools
 import json
 import re
 
@@ -66,9 +67,21 @@ def _vector_values(role: str, key: str, field: str | None = None) -> set[str]:
         elif isinstance(value, list):
             for v in value:
                 walk(v)
-    for path in (paths.VECTORS / role).rglob("*.yaml"):
-        walk(yaml.safe_load(path.read_text(encoding="utf-8")))
+    for doc in _vector_documents(role):
+        walk(doc)
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _vector_documents(role: str) -> tuple:
+    """The role's bundled vectors as parsed YAML, read once: used() walks them for several keys."""
+    return tuple(yaml.safe_load(path.read_text(encoding="utf-8")) for path in (paths.VECTORS / role).rglob("*.yaml"))
+
+
+@pytest.fixture(scope="session")
+def uses(run_once):
+    """used(), worked out once per pytest run: the tests below compare it with the docs and schemas."""
+    return run_once("tests/test_protocol_docs.py used()", used)
 
 
 def used() -> dict[str, set[str]]:
@@ -136,9 +149,8 @@ def _schemas():
             json.loads((SCHEMAS / "provider-protocol.json").read_text()))
 
 
-def test_the_engine_uses_what_it_is_thought_to():
+def test_the_engine_uses_what_it_is_thought_to(uses):
     # The introspection itself must find something, or the comparisons below would pass vacuously.
-    uses = used()
     assert uses["warning codes"] == {"budget_sum_exceeds_ceiling", "dynamic_before_static"}
     assert {"non_text_content", "missing_label", "unknown"} <= uses["diagnostic categories"]
     assert {"GetCapabilities", "Configure", "Describe", "Contribute", "CountTokens"} <= uses["kernel callbacks"]
@@ -146,21 +158,21 @@ def test_the_engine_uses_what_it_is_thought_to():
     assert {"load", "assemble", "count_tokens"} <= uses["kernel ops"]
 
 
-def test_every_code_kind_and_callback_the_engine_uses_is_documented():
-    assert missing(used(), documented_in_docs(*_docs())) == []
-    assert missing(used(), documented_in_schemas(*_schemas())) == []
+def test_every_code_kind_and_callback_the_engine_uses_is_documented(uses):
+    assert missing(uses, documented_in_docs(*_docs())) == []
+    assert missing(uses, documented_in_schemas(*_schemas())) == []
 
 
-def test_a_code_dropped_from_the_docs_or_the_schemas_is_caught():
+def test_a_code_dropped_from_the_docs_or_the_schemas_is_caught(uses):
     kernel_md, provider_md = _docs()
     without = re.sub(r"^\| `dynamic_before_static` \|.*\n", "", kernel_md, flags=re.M)
     assert without != kernel_md
-    assert missing(used(), documented_in_docs(without, provider_md)) == ["warning codes: dynamic_before_static"]
+    assert missing(uses, documented_in_docs(without, provider_md)) == ["warning codes: dynamic_before_static"]
     kernel, provider = _schemas()
     broken = copy.deepcopy(kernel)
     broken["$defs"]["Diagnostic"]["properties"]["category"]["enum"].remove("missing_label")
     broken["$defs"]["Callback"]["properties"]["call"]["enum"].remove("Describe")
-    assert missing(used(), documented_in_schemas(broken, provider)) == \
+    assert missing(uses, documented_in_schemas(broken, provider)) == \
         ["diagnostic categories: missing_label", "kernel callbacks: Describe"]
 
 

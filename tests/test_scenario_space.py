@@ -114,23 +114,59 @@ def _failing_with(error: dict) -> dict:
 _ERROR_SHAPES = [n for n in shapes.KERNEL_SHAPES if n.startswith("error:") and n not in _LARGE_ONLY]
 
 
-def _every(role: str, names: list[str], switched: frozenset | None = None) -> None:
-    """Scenarios are drawn until each of these shapes has shown in one (or the search gives up, naming them)."""
-    table = shapes.KERNEL_SHAPES if role == "kernel" else shapes.PROVIDER_SHAPES
-    missing = set(names)
+def _never_drawn(role: str, shows: dict, switched: frozenset | None = None) -> set[str]:
+    """Scenarios are drawn until each of these (name: predicate) has held for one, or the search gives up:
+    the names never drawn."""
+    missing = set(shows)
 
     def all_seen(doc: dict) -> bool:
-        missing.difference_update({n for n in missing if table[n](doc)})
+        missing.difference_update({n for n in missing if shows[n](doc)})
         return not missing
     try:
         find(_scenarios(role, switched=switched), all_seen, settings=SEARCH)
     except NoSuchExample:
+        pass
+    return missing
+
+
+def _every(role: str, names: list[str], switched: frozenset | None = None) -> None:
+    """Scenarios are drawn until each of these shapes has shown in one (or the search gives up, naming them)."""
+    table = shapes.KERNEL_SHAPES if role == "kernel" else shapes.PROVIDER_SHAPES
+    _drawn(_never_drawn(role, {n: table[n] for n in names}, switched), names)
+
+
+def _drawn(never_drawn: set[str], names: list[str]) -> None:
+    missing = never_drawn & set(names)
+    if missing:
         pytest.fail(f"never drawn: {sorted(missing)}")
 
 
-def test_kernel_scenarios_show_each_shape():
-    _every("kernel", [n for n in shapes.KERNEL_SHAPES
-                      if not n.startswith(_NEAR_MISS) and n not in _ERROR_SHAPES and n not in _LARGE_ONLY])
+_WHOSE = ["another provider's name", "its own name"]
+
+
+def _near_miss_of(whose: str):
+    kinds = [shapes.KERNEL_SHAPES[f"{_NEAR_MISS} {whose} ({k})"] for k in strategies.NEAR_MISSES]
+    return lambda doc: any(shows(doc) for shows in kinds)
+
+
+# What the tests below look for in the kernel's scenarios as drawn by default (nothing switched): each shape of
+# the first, the unknown category, a near miss of either name. One search for them all, since each would draw
+# from the same strategy with the same settings: the names it never drew, once per pytest run.
+_DEFAULT_SHAPES = [n for n in shapes.KERNEL_SHAPES
+                   if not n.startswith(_NEAR_MISS) and n not in _ERROR_SHAPES and n not in _LARGE_ONLY]
+_UNSWITCHED_KERNEL = {**{n: shapes.KERNEL_SHAPES[n] for n in _DEFAULT_SHAPES},
+                      "error: category unknown": shapes.KERNEL_SHAPES["error: category unknown"],
+                      **{f"{_NEAR_MISS} {whose}": _near_miss_of(whose) for whose in _WHOSE}}
+
+
+@pytest.fixture(scope="session")
+def never_drawn_unswitched(run_once):
+    return run_once("tests/test_scenario_space.py unswitched kernel scenarios",
+                    lambda: _never_drawn("kernel", _UNSWITCHED_KERNEL))
+
+
+def test_kernel_scenarios_show_each_shape(never_drawn_unswitched):
+    _drawn(never_drawn_unswitched, _DEFAULT_SHAPES)
 
 
 @pytest.mark.parametrize("name", list(_LARGE_ONLY))
@@ -138,7 +174,7 @@ def test_a_switched_dimension_shows_its_shape(name):
     _every("kernel", [name], frozenset({_LARGE_ONLY[name]}))
 
 
-def test_every_shape_of_a_failure_is_drawn():
+def test_every_shape_of_a_failure_is_drawn(never_drawn_unswitched):
     """The errors the fake providers answer with (strategies.call_errors, which every scenario's failures come
     from) take every shape; a scenario's come from the same strategy."""
     seen = set()
@@ -149,13 +185,12 @@ def test_every_shape_of_a_failure_is_drawn():
         seen.update(n for n in _ERROR_SHAPES if shapes.KERNEL_SHAPES[n](_failing_with(error)))
     draw()
     assert seen == set(_ERROR_SHAPES), set(_ERROR_SHAPES) - seen
-    _every("kernel", ["error: category unknown"])
+    _drawn(never_drawn_unswitched, ["error: category unknown"])
 
 
-@pytest.mark.parametrize("whose", ["another provider's name", "its own name"])
-def test_kernel_scenarios_carry_near_misses(whose):
-    kinds = [shapes.KERNEL_SHAPES[f"{_NEAR_MISS} {whose} ({k})"] for k in strategies.NEAR_MISSES]
-    find(_scenarios("kernel"), lambda doc: any(shows(doc) for shows in kinds), settings=SEARCH)
+@pytest.mark.parametrize("whose", _WHOSE)
+def test_kernel_scenarios_carry_near_misses(whose, never_drawn_unswitched):
+    _drawn(never_drawn_unswitched, [f"{_NEAR_MISS} {whose}"])
 
 
 def test_generated_providers_are_each_declared_once():

@@ -44,9 +44,13 @@ OTHER_BRANCHES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def validated(tmp_path_factory):
-    """(ref, value) for every value the suite validates in a few real runs."""
+@pytest.fixture(scope="session")
+def validated(tmp_path_factory, run_once):
+    """(ref, value) for every value the suite validates in a few real runs (run once per pytest run)."""
+    return run_once("tests/test_schema_fast_path.py validated", lambda: _validated(tmp_path_factory))
+
+
+def _validated(tmp_path_factory) -> list[tuple[str, object]]:
     seen: list[tuple[str, object]] = []
     original = schemas.problems
 

@@ -17,6 +17,16 @@ SUBJECTS = {s.key: s for s in selftest.slowest_first(selftest.subjects())}
 
 
 MUTANTS = [k for k, s in SUBJECTS.items() if s.mutant]
+PARTS = [(k, part) for k, s in SUBJECTS.items() for part in selftest.parts(s)]
+
+
+# First, as pytest-xdist hands tests out in the order they are defined: the parts of the longest run.
+@pytest.mark.parametrize("key, part", PARTS, ids=[f"{'-'.join(k)}-{part}" for k, part in PARTS])
+def test_each_part_of_a_long_conforming_run_passes(key, part, selftest_part):
+    # What fails or errors in a part fails the whole; whether the whole exercised every MUST is judged by
+    # test_each_conforming_implementation_passes_over_each_binding, which joins the parts.
+    outcome = selftest.judged(SUBJECTS[key], *selftest_part(SUBJECTS[key], part), whole=False)
+    assert not outcome.problem, outcome.problem
 
 
 @pytest.mark.parametrize("key", MUTANTS, ids="-".join)
@@ -25,18 +35,28 @@ def test_each_mutant_is_killed_on_what_it_declares(key, selftest_outcome):
     assert not outcome.problem, f"{outcome.subject.name} [{outcome.subject.binding}]: {outcome.problem}"
 
 
+@pytest.mark.gathers
 @pytest.mark.parametrize("role", ["kernel", "provider"])
 def test_every_vector_kills_a_mutant_and_every_must_is_caught_by_a_vector(role, selftest_outcome):
     # Known once every mutant has run: the mutants' outcomes are the ones the test above judged, run once in
-    # whichever pytest-xdist worker came to them first (these two tests are handed out last, see conftest.py).
+    # whichever pytest-xdist worker came to them first (these two tests are `gathers`: handed out last).
     outcomes = [selftest_outcome(SUBJECTS[key]) for key in MUTANTS if SUBJECTS[key].role == role]
     assert selftest.idle_vectors(outcomes, (role,)) == [], "each vector must fail some mutant, or say why it need not"
     assert selftest.only_by_properties(outcomes, (role,)) == [], "a MUST caught only by the property tests"
 
 
-@pytest.mark.parametrize("key", [k for k, s in SUBJECTS.items() if not s.mutant], ids="-".join)
-def test_each_conforming_implementation_passes_over_each_binding(key):
-    outcome = selftest.certify(SUBJECTS[key], "ci", None)
+@pytest.mark.parametrize("key", [pytest.param(k, marks=[pytest.mark.gathers] if selftest.parts(s) else [])
+                                 for k, s in SUBJECTS.items() if not s.mutant], ids="-".join)
+def test_each_conforming_implementation_passes_over_each_binding(key, selftest_part):
+    subject = SUBJECTS[key]
+    if selftest.parts(subject):  # certified in parts (the first test), spread over the workers: joined here
+        runs = [selftest_part(subject, part) for part in selftest.parts(subject)]
+        # The parts ran every vector once, in certify()'s order, and the properties.
+        assert [c.id for cases, _ in runs for c in cases] == [v.id for v in selftest._vectors(subject.role, False)]
+        assert runs[-1][1] and not any(generated for _, generated in runs[:-1])
+        outcome = selftest.joined(subject, runs)
+    else:
+        outcome = selftest.certify(subject, "ci", None)
     assert not outcome.problem, outcome.problem
 
 
@@ -63,7 +83,7 @@ def test_a_failed_variant_and_a_straying_mutant_are_problems():
     assert not outcome.killed and outcome.problem == "not caught on K-TIMEOUT, which it declares"
 
 
-def test_collateral_is_derived_only_from_a_citing_vector_that_shows_a_declared_break():
+def test_collateral_is_derived_only_from_a_citing_vector_that_shows_a_declared_break(selftest_outcome):
     def case(cites, fails):
         return CaseResult("v", "v", requirements=cites, findings=[Finding(r, False) for r in fails])
     cases = [case(("K-BUDGET-REJECT", "K-BUDGET-VALIDATE"), ("K-BUDGET-REJECT", "K-BUDGET-VALIDATE")),
@@ -78,10 +98,10 @@ def test_collateral_is_derived_only_from_a_citing_vector_that_shows_a_declared_b
     assert selftest.stray_failures([*cases, elsewhere], [], breaks, ("K-HISTORY-TOKENS", "K-SCOPE-LOG")) == \
         {"K-BUDGET-VALIDATE"}
     assert selftest.stray_failures(cases[:1], [case((), ("K-BUDGET-VALIDATE",))], breaks, ()) == {"K-BUDGET-VALIDATE"}
-    # On a real mutant: FloorNotCeiling's declared `also` does not name what its killing vectors cite beside the count.
+    # On a real mutant: FloorNotCeiling's declared `also` does not name what its killing vectors cite beside the count
+    # (its self-test outcome, certified once for this test and the test of each mutant).
     floor = kernel_mutants.MUTANTS["FloorNotCeiling"]
-    outcome = selftest.certify(selftest.Subject("FloorNotCeiling", "kernel", floor, breaks=floor.breaks, also=floor.also),
-                               "ci", None, properties=False)
+    outcome = selftest_outcome(SUBJECTS[("kernel", "FloorNotCeiling", "python")])
     assert outcome.cited - set(floor.also) and not outcome.problem, (outcome.cited, outcome.problem)
 
 

@@ -86,11 +86,16 @@ def test_the_merged_matrix_shards_are_the_unsharded_matrix(tmp_path):
     assert ctxconf("merge", "../shard1.json", "../shard2.json", cwd=tmp_path / "merged").returncode == 1
 
 
-@pytest.fixture(scope="module")
-def shard_files(tmp_path_factory):
+@pytest.fixture(scope="session")
+def shard_files(tmp_path_factory, run_once):
     """Cheap shard reports to refuse: a self-test of one mutant in two shards (the second certifies nothing),
-    the second shard of another run (another filter), and a one-entry matrix's only shard, vectors only."""
-    out = tmp_path_factory.mktemp("shards")
+    the second shard of another run (another filter), and a one-entry matrix's only shard, vectors only. Made
+    once per pytest run, in whichever pytest-xdist worker first needs them; the tests write beside them only
+    files of their own names."""
+    return run_once("tests/test_shards.py shard files", lambda: _shard_files(tmp_path_factory.mktemp("shards")))
+
+
+def _shard_files(out):
     for k in (1, 2):
         run = ctxconf("selftest", "-k", "CompactorMergesUnder", "--shard", f"{k}/2", "--report", str(out / f"{k}.json"))
         assert run.returncode == 0, run.stderr[-2000:]

@@ -179,11 +179,18 @@ def subjects() -> list[Subject]:
 def certify(subject: Subject, profile: str, seed: int | None, properties: bool = True) -> Outcome:
     """The vectors, then the properties."""
     started = time.perf_counter()
-    outcome = Outcome(subject)
+    cases, generated = _run(subject, profile, seed, properties)
+    return judged(subject, cases, generated, time.perf_counter() - started)
+
+
+def _run(subject: Subject, profile: str, seed: int | None, properties: bool = True, with_vectors: bool = True,
+         group: str | None = None) -> tuple[list[CaseResult], list[CaseResult]]:
+    """The subject's vector cases (those of one vector `group` only, if given; none unless `with_vectors`)
+    and its generated ones (none without `properties`)."""
     with tempfile.TemporaryDirectory(prefix="ctxconf-selftest-") as workdir, \
             Connection(_opener(subject, Path(workdir))) as connection:
         vectors = [v for v in _vectors(subject.role, subject.binding == "python")
-                   if v.id.startswith(subject.vectors_under)]
+                   if with_vectors and v.id.startswith(subject.vectors_under) and group in (None, _group(v.id))]
         properties = properties and not subject.vectors_under
         manifest = manifest_mod.load(MANIFESTS / f"{subject.manifest}.yaml") if subject.role == "provider" else None
         cases = run_cases(subject.role, connection, vectors, None, Path(workdir), manifest)
@@ -192,11 +199,19 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
         # How hard the properties must look depends on what the vectors already caught.
         run = _property_run(subject, profile, seed, _failed(cases))
         generated = run_cases(subject.role, connection, [], run, Path(workdir), manifest) if properties else []
+    return cases, generated
+
+
+def judged(subject: Subject, cases: list[CaseResult], generated: list[CaseResult], seconds: float = 0.0,
+           whole: bool = True) -> Outcome:
+    """The outcome of the subject's cases. A `whole` run must exercise every MUST; a part of one (see
+    parts()) answers only for what it ran, so it is never INCOMPLETE."""
+    outcome = Outcome(subject)
     outcome.by_vectors = _failed(cases)
     outcome.by_properties = _failed(generated)
     roles = ROLES[subject.role].binds
     report = build(catalog_mod.load(), roles, subject.role, [*cases, *generated], subject.binding, {}, 0.0)
-    outcome.unexercised = [r.id for r in report.unexercised]
+    outcome.unexercised = [r.id for r in report.unexercised] if whole else []
     for case in [*cases, *generated]:
         for finding in case.failures():
             outcome.why.setdefault(finding.requirement, f"{case.id}, {finding.where}: {finding.message[:300]}")
@@ -204,8 +219,39 @@ def certify(subject: Subject, profile: str, seed: int | None, properties: bool =
     outcome.cited = cited_collateral(cases, subject.breaks)
     outcome.stray = stray_failures(cases, generated, subject.breaks, subject.also)
     outcome.errors = [f"{c.id}: {c.error}" for c in [*cases, *generated] if c.error]
-    outcome.seconds = time.perf_counter() - started
+    outcome.seconds = seconds
     return outcome
+
+
+# Parts: a conforming run longer than this (estimated_seconds) can be certified in pieces that a test runner
+# spreads over its workers: each vector group on its own, then the properties. Only a conforming run: how
+# hard a mutant's properties look depends on what its vectors caught (_property_run).
+SPLIT_OVER_SECONDS = 100
+PROPERTIES = "properties"
+
+
+def _group(vector_id: str) -> str:
+    return vector_id.split("/")[1]  # kernel/budget/... -> budget
+
+
+def parts(subject: Subject) -> list[str]:
+    """The pieces a long conforming run splits into, in the order its cases run (none: it is not split)."""
+    if subject.mutant or subject.vectors_under or estimated_seconds(subject) <= SPLIT_OVER_SECONDS:
+        return []
+    return [*dict.fromkeys(_group(v.id) for v in _vectors(subject.role)), PROPERTIES]
+
+
+def certify_part(subject: Subject, part: str, profile: str,
+                 seed: int | None) -> tuple[list[CaseResult], list[CaseResult]]:
+    """One of parts(): the cases of a vector group, or the generated ones, as certify() would run them."""
+    if part == PROPERTIES:
+        return _run(subject, profile, seed, with_vectors=False)  # a conforming subject's properties ignore them
+    return _run(subject, profile, seed, properties=False, group=part)
+
+
+def joined(subject: Subject, runs: list[tuple[list[CaseResult], list[CaseResult]]]) -> Outcome:
+    """The outcome of certify() from its parts' runs (given in parts()' order)."""
+    return judged(subject, [c for cases, _ in runs for c in cases], [c for _, generated in runs for c in generated])
 
 
 def _property_run(subject: Subject, profile: str, seed: int | None, caught_by_vectors: set[str]) -> PropertyRun:
