@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
+import time
 from typing import Callable, Protocol
 
 KERNEL_PROTOCOL = "ctxconf-kernel/1"
@@ -71,6 +75,89 @@ def no_suite_time() -> float:
     plugin-launching mode replaces it with the time its fake plugins spent starting and answering, which a
     binding gives back to the implementation's per-call timeout."""
     return 0.0
+
+
+def within_own_time(wait: Callable[[float], bool], timeout: float,
+                    suite_seconds: Callable[[], float] = no_suite_time) -> bool:
+    """Whether the work `wait(seconds)` waits for (True once it is done) finished within `timeout` seconds of the
+    implementation's own time. It sleeps to the deadline, then gives back what the suite spent meanwhile (as
+    suite_seconds grew) and sleeps that much more, until nothing more is given back; at CALLBACK_WALL timeouts
+    of wall clock it gives up whatever the suite spent, so that endless answers still end."""
+    wall, credited, wait_for = time.monotonic() + timeout * CALLBACK_WALL, suite_seconds(), timeout
+    while not wait(max(min(wait_for, wall - time.monotonic()), 0)):
+        wait_for = suite_seconds() - credited
+        if wait_for <= 0 or time.monotonic() >= wall:
+            return False
+        credited += wait_for
+    return True
+
+
+class AnsweringTime:
+    """The seconds the suite has spent answering an implementation's calls (its callbacks, or a kernel's calls
+    to the fake providers): the suite's time, which the implementation's per-call timeout gives back. An answer
+    still being given counts for what it has taken so far, so that a deadline reached in the middle of a slow
+    answer gives that one back too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spent = 0.0      # by the answers given
+        self._open = 0         # answers being given, and the sum of their start times
+        self._opened_at = 0.0
+
+    @contextlib.contextmanager
+    def answering(self):
+        started = time.monotonic()
+        with self._lock:
+            self._open, self._opened_at = self._open + 1, self._opened_at + started
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open, self._opened_at = self._open - 1, self._opened_at - started
+                self._spent += time.monotonic() - started
+
+    def seconds(self) -> float:
+        with self._lock:
+            return self._spent + self._open * time.monotonic() - self._opened_at
+
+
+class OwnTimeLimit:
+    """Ends a blocking call once the implementation has spent its own time on it (within_own_time): a thread of
+    the limit's own waits beside each call, sleeping to its deadline, and when the time is spent calls `cancel`
+    (a gRPC binding closes its channel, which ends the call); `fired` then says why the call failed. One
+    thread for the binding's life: grpcio's futures start a thread for every call, which cost 2 to 3 times a
+    bare unary call."""
+
+    def __init__(self, cancel: Callable[[], None]):
+        self.cancel = cancel
+        self.fired = False
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()  # fired only while the call is still in flight
+        threading.Thread(target=self._watch, daemon=True, name="ctxconf-own-time").start()
+
+    @contextlib.contextmanager
+    def watching(self, timeout: float, suite_seconds: Callable[[], float] = no_suite_time):
+        finished = threading.Event()
+        self._calls.put((finished, timeout, suite_seconds))
+        try:
+            yield
+        finally:
+            with self._lock:
+                finished.set()
+
+    def _watch(self) -> None:
+        while (call := self._calls.get()) is not None:
+            finished, timeout, suite_seconds = call
+            if within_own_time(finished.wait, timeout, suite_seconds):
+                continue
+            with self._lock:
+                if not finished.is_set():  # not a call that ended as its time ran out: the binding goes on
+                    self.fired = True
+                    self.cancel()
+                    return
+
+    def stop(self) -> None:
+        self._calls.put(None)
 
 
 class SuiteSetupError(HarnessError):
