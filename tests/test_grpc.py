@@ -4,6 +4,7 @@ plugins get clear errors; nothing is left behind."""
 
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -277,3 +278,21 @@ def test_a_provider_that_sleeps_past_its_own_time_over_grpc_still_times_out(tmp_
     finally:
         binding.close()
     _no_leftovers(tmp_path)
+
+
+def test_the_own_time_limit_sleeps_to_each_calls_deadline_and_gives_the_suites_time_back():
+    from conformance.bindings.base import OwnTimeLimit
+    cancelled = threading.Event()
+    limit = OwnTimeLimit(cancelled.set)
+    try:
+        with limit.watching(30.0):  # a long call first (a Load with its allowance): the thread sleeps to its end
+            time.sleep(0.05)
+        given_back = [0.0]
+        with limit.watching(0.3, lambda: given_back[0]):  # a shorter one after it is still timed
+            time.sleep(0.25)
+            given_back[0] = 0.3  # the suite spent 0.3 s of that: the call has 0.35 s of its own left
+            assert not cancelled.wait(0.3), "the suite's time was charged to the call"
+            assert cancelled.wait(1.0), "the call's own time ran out unnoticed"
+        assert limit.fired
+    finally:
+        limit.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 import time
 from typing import Callable, Protocol
@@ -77,19 +76,20 @@ def no_suite_time() -> float:
     return 0.0
 
 
-def within_own_time(wait: Callable[[float], bool], timeout: float,
-                    suite_seconds: Callable[[], float] = no_suite_time) -> bool:
-    """Whether the work `wait(seconds)` waits for (True once it is done) finished within `timeout` seconds of the
-    implementation's own time. It sleeps to the deadline, then gives back what the suite spent meanwhile (as
-    suite_seconds grew) and sleeps that much more, until nothing more is given back; at CALLBACK_WALL timeouts
-    of wall clock it gives up whatever the suite spent, so that endless answers still end."""
-    wall, credited, wait_for = time.monotonic() + timeout * CALLBACK_WALL, suite_seconds(), timeout
-    while not wait(max(min(wait_for, wall - time.monotonic()), 0)):
-        wait_for = suite_seconds() - credited
-        if wait_for <= 0 or time.monotonic() >= wall:
-            return False
-        credited += wait_for
-    return True
+class OwnClock:
+    """The implementation's own time on one call: the wall clock since it began, less what the suite spent
+    meanwhile (as suite_seconds grew), which is given back to its timeout; CALLBACK_WALL timeouts of wall clock
+    end the call all the same, so that endless answers still end."""
+
+    def __init__(self, timeout: float, suite_seconds: Callable[[], float] = no_suite_time):
+        self.timeout, self.suite_seconds = timeout, suite_seconds
+        self.started, self.suite_before = time.monotonic(), suite_seconds()
+
+    def deadline(self) -> float:
+        """The monotonic time at which the call will have spent its own time, if the suite spends no more:
+        the time to sleep to, and look again."""
+        given_back = self.suite_seconds() - self.suite_before
+        return min(self.started + self.timeout + given_back, self.started + self.timeout * CALLBACK_WALL)
 
 
 class AnsweringTime:
@@ -122,42 +122,54 @@ class AnsweringTime:
 
 
 class OwnTimeLimit:
-    """Ends a blocking call once the implementation has spent its own time on it (within_own_time): a thread of
-    the limit's own waits beside each call, sleeping to its deadline, and when the time is spent calls `cancel`
-    (a gRPC binding closes its channel, which ends the call); `fired` then says why the call failed. One
-    thread for the binding's life: grpcio's futures start a thread for every call, which cost 2 to 3 times a
-    bare unary call."""
+    """Ends a blocking call once the implementation has spent its own time on it (OwnClock): a thread of the
+    limit's own sleeps to the deadline of the call in flight, looks again there (the suite may have given time
+    back meanwhile), and once the time is spent calls `cancel` (a gRPC binding closes its channel, which ends
+    the call); `fired` then says why the call failed. One thread for the binding's life, which a call wakes only
+    when its deadline comes before the one the thread sleeps to: grpcio's futures start a thread for every call,
+    which cost 2 to 3 times a bare unary call, and a wake-up per call or a 20 ms poll is work for nothing."""
 
     def __init__(self, cancel: Callable[[], None]):
         self.cancel = cancel
         self.fired = False
-        self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()  # fired only while the call is still in flight
+        self._call: OwnClock | None = None  # the call in flight
+        self._sleeping_until: float | None = None  # the thread's wake-up; None: waiting for a call
+        self._stopped = False
+        self._changed = threading.Condition()
         threading.Thread(target=self._watch, daemon=True, name="ctxconf-own-time").start()
 
     @contextlib.contextmanager
     def watching(self, timeout: float, suite_seconds: Callable[[], float] = no_suite_time):
-        finished = threading.Event()
-        self._calls.put((finished, timeout, suite_seconds))
+        call = OwnClock(timeout, suite_seconds)
+        with self._changed:
+            self._call = call
+            if self._sleeping_until is None or call.started + timeout < self._sleeping_until:
+                self._changed.notify()
         try:
             yield
         finally:
-            with self._lock:
-                finished.set()
+            with self._changed:
+                self._call = None
 
     def _watch(self) -> None:
-        while (call := self._calls.get()) is not None:
-            finished, timeout, suite_seconds = call
-            if within_own_time(finished.wait, timeout, suite_seconds):
-                continue
-            with self._lock:
-                if not finished.is_set():  # not a call that ended as its time ran out: the binding goes on
+        with self._changed:
+            while not self._stopped:
+                call = self._call
+                if call is None:
+                    self._sleeping_until = None
+                    self._changed.wait()
+                    continue
+                self._sleeping_until = call.deadline()
+                if time.monotonic() >= self._sleeping_until:  # in flight still (the lock is held): its time is up
                     self.fired = True
                     self.cancel()
                     return
+                self._changed.wait(self._sleeping_until - time.monotonic())
 
     def stop(self) -> None:
-        self._calls.put(None)
+        with self._changed:
+            self._stopped = True
+            self._changed.notify()
 
 
 class SuiteSetupError(HarnessError):
