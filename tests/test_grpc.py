@@ -4,6 +4,7 @@ plugins get clear errors; nothing is left behind."""
 
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -205,3 +206,93 @@ def test_an_answer_the_suite_gave_past_the_kernels_deadline_may_be_timed_out(cat
     with Connection(lambda: GrpcKernelBinding(tmp_path, 10.0, command=HARNESS)) as connection:
         results = kernel_run.run_vectors(connection, [vector])
     _clean(results)
+
+
+COUNTING_PROVIDER = """
+import time
+
+
+class Counting:
+    \"\"\"Counts six texts through the kernel in each Contribute, and sleeps SLEEP seconds of its own.\"\"\"
+
+    SLEEP = 0.0
+
+    def get_capabilities(self, fields, call):
+        return {"default_token_budget": 100, "stability": "STABILITY_STATIC"}
+
+    def configure(self, fields, call):
+        return {}
+
+    def describe(self, fields, call):
+        return {"producer": {"name": "counting", "version": "0"}}
+
+    def contribute(self, fields, call):
+        time.sleep(self.SLEEP)
+        counts = [call("CountTokens", None, {"content": [{"text": {"text": f"text {i}"}}]})["count"]
+                  for i in range(6)]
+        return {"sections": [{"label": "Counted", "content": [{"text": {"text": str(sum(counts))}}],
+                              "tokens": 1}]}
+
+
+class Sleeping(Counting):
+    SLEEP = 600.0
+"""
+
+
+def _counting_provider(tmp_path, factory: str, timeout: float) -> GrpcProviderBinding:
+    (tmp_path / "mod").mkdir(exist_ok=True)
+    (tmp_path / "mod" / "counting_provider.py").write_text(COUNTING_PROVIDER)
+    return GrpcProviderBinding(tmp_path, timeout, command=f"env PYTHONPATH={tmp_path / 'mod'} {SERVER} "
+                                                          f"counting_provider:{factory}")
+
+
+def _slow_count(call, provider, request):
+    time.sleep(0.5)  # the suite's answer, held up (a loaded machine): six of them are 3 s, past the 2 s timeout
+    return {"count": 3, "exact": False}
+
+
+def test_the_suites_own_time_answering_a_providers_counts_over_grpc_is_not_charged_to_it(tmp_path):
+    binding = _counting_provider(tmp_path, "Counting", 2.0)
+    try:
+        binding.start()
+        started = time.monotonic()
+        reply = binding.request("contribute", {"request": {"token_budget": 100}}, _slow_count)
+        assert time.monotonic() - started > 3.0, "the suite's answers were not slow enough to show anything"
+        assert reply["sections"][0]["content"][0]["text"]["text"] == "18"
+        assert not binding.broken
+    finally:
+        binding.close()
+    _no_leftovers(tmp_path)
+
+
+def test_a_provider_that_sleeps_past_its_own_time_over_grpc_still_times_out(tmp_path):
+    from conformance.bindings.base import HarnessError
+    binding = _counting_provider(tmp_path, "Sleeping", 2.0)
+    try:
+        binding.start()
+        started = time.monotonic()
+        with pytest.raises(HarnessError, match="within 2s of its own time"):
+            binding.request("contribute", {"request": {"token_budget": 100}}, _slow_count)
+        assert time.monotonic() - started < 4.0, "the limit came late"
+        assert binding.broken
+    finally:
+        binding.close()
+    _no_leftovers(tmp_path)
+
+
+def test_the_own_time_limit_sleeps_to_each_calls_deadline_and_gives_the_suites_time_back():
+    from conformance.bindings.base import OwnTimeLimit
+    cancelled = threading.Event()
+    limit = OwnTimeLimit(cancelled.set)
+    try:
+        with limit.watching(30.0):  # a long call first (a Load with its allowance): the thread sleeps to its end
+            time.sleep(0.05)
+        given_back = [0.0]
+        with limit.watching(0.3, lambda: given_back[0]):  # a shorter one after it is still timed
+            time.sleep(0.25)
+            given_back[0] = 0.3  # the suite spent 0.3 s of that: the call has 0.35 s of its own left
+            assert not cancelled.wait(0.3), "the suite's time was charged to the call"
+            assert cancelled.wait(1.0), "the call's own time ran out unnoticed"
+        assert limit.fired
+    finally:
+        limit.stop()

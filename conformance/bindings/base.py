@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from typing import Callable, Protocol
 
 KERNEL_PROTOCOL = "ctxconf-kernel/1"
@@ -71,6 +74,102 @@ def no_suite_time() -> float:
     plugin-launching mode replaces it with the time its fake plugins spent starting and answering, which a
     binding gives back to the implementation's per-call timeout."""
     return 0.0
+
+
+class OwnClock:
+    """The implementation's own time on one call: the wall clock since it began, less what the suite spent
+    meanwhile (as suite_seconds grew), which is given back to its timeout; CALLBACK_WALL timeouts of wall clock
+    end the call all the same, so that endless answers still end."""
+
+    def __init__(self, timeout: float, suite_seconds: Callable[[], float] = no_suite_time):
+        self.timeout, self.suite_seconds = timeout, suite_seconds
+        self.started, self.suite_before = time.monotonic(), suite_seconds()
+
+    def deadline(self) -> float:
+        """The monotonic time at which the call will have spent its own time, if the suite spends no more:
+        the time to sleep to, and look again."""
+        given_back = self.suite_seconds() - self.suite_before
+        return min(self.started + self.timeout + given_back, self.started + self.timeout * CALLBACK_WALL)
+
+
+class AnsweringTime:
+    """The seconds the suite has spent answering an implementation's calls (its callbacks, or a kernel's calls
+    to the fake providers): the suite's time, which the implementation's per-call timeout gives back. An answer
+    still being given counts for what it has taken so far, so that a deadline reached in the middle of a slow
+    answer gives that one back too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spent = 0.0      # by the answers given
+        self._open = 0         # answers being given, and the sum of their start times
+        self._opened_at = 0.0
+
+    @contextlib.contextmanager
+    def answering(self):
+        started = time.monotonic()
+        with self._lock:
+            self._open, self._opened_at = self._open + 1, self._opened_at + started
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open, self._opened_at = self._open - 1, self._opened_at - started
+                self._spent += time.monotonic() - started
+
+    def seconds(self) -> float:
+        with self._lock:
+            return self._spent + self._open * time.monotonic() - self._opened_at
+
+
+class OwnTimeLimit:
+    """Ends a blocking call once the implementation has spent its own time on it (OwnClock): a thread of the
+    limit's own sleeps to the deadline of the call in flight, looks again there (the suite may have given time
+    back meanwhile), and once the time is spent calls `cancel` (a gRPC binding closes its channel, which ends
+    the call); `fired` then says why the call failed. One thread for the binding's life, which a call wakes only
+    when its deadline comes before the one the thread sleeps to: grpcio's futures start a thread for every call,
+    which cost 2 to 3 times a bare unary call, and a wake-up per call or a 20 ms poll is work for nothing."""
+
+    def __init__(self, cancel: Callable[[], None]):
+        self.cancel = cancel
+        self.fired = False
+        self._call: OwnClock | None = None  # the call in flight
+        self._sleeping_until: float | None = None  # the thread's wake-up; None: waiting for a call
+        self._stopped = False
+        self._changed = threading.Condition()
+        threading.Thread(target=self._watch, daemon=True, name="ctxconf-own-time").start()
+
+    @contextlib.contextmanager
+    def watching(self, timeout: float, suite_seconds: Callable[[], float] = no_suite_time):
+        call = OwnClock(timeout, suite_seconds)
+        with self._changed:
+            self._call = call
+            if self._sleeping_until is None or call.started + timeout < self._sleeping_until:
+                self._changed.notify()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._call = None
+
+    def _watch(self) -> None:
+        with self._changed:
+            while not self._stopped:
+                call = self._call
+                if call is None:
+                    self._sleeping_until = None
+                    self._changed.wait()
+                    continue
+                self._sleeping_until = call.deadline()
+                if time.monotonic() >= self._sleeping_until:  # in flight still (the lock is held): its time is up
+                    self.fired = True
+                    self.cancel()
+                    return
+                self._changed.wait(self._sleeping_until - time.monotonic())
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopped = True
+            self._changed.notify()
 
 
 class SuiteSetupError(HarnessError):

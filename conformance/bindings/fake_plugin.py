@@ -13,7 +13,8 @@ scripted crash makes the process exit on the spot. On its first Contribute it
 calls CountTokens on the kernel's callback service, reached through broker ID 1,
 as a provider counting its sections would; with --count-at-offer it counts once
 more as soon as the service is offered, during the kernel's Load (its
-GetCapabilities waits for that count).
+GetCapabilities waits for that count, and the report says whether the answer
+came only after the plugin was set up).
 
 What it observes goes to --report as JSON lines, one event each, so the suite
 can judge the kernel's plugin machinery (kernel_checks.check_plugins): its
@@ -44,7 +45,12 @@ from conformance.wire.pb.pluggableharness.kernel.v1 import kernel_pb2_grpc
 
 PROBE_TEXT = "ctxconf: a provider counting its section through the kernel"
 OFFER_WAIT = 5.0   # how long the probe waits for the host to announce broker ID 1
-INLINE_WAIT = 1.0  # how much of that the first Contribute may spend before the probe moves beside it
+INLINE_WAIT = 1.0  # how much of that the first Contribute (or GetCapabilities) may spend waiting for the offer
+COUNT_TIMEOUT = 5.0  # the deadline of each count the plugin makes through the kernel
+# How long GetCapabilities waits for the count made at the offer: past the count's own deadline, so the count has
+# ended, answered or failed, before the plugin is set up. Were the two equal, a kernel that answers the count only
+# once GetCapabilities has returned could still, by a few milliseconds, beat the count's deadline.
+SET_UP_WAIT = COUNT_TIMEOUT + 1.0
 CRASH_EXIT = 70
 
 
@@ -74,6 +80,7 @@ class CallbackChannel:
         self.counted_at_offer = threading.Event()  # set once that count is answered (or there is none to make)
         if not count_at_offer:
             self.counted_at_offer.set()
+        self.set_up = threading.Event()  # the plugin has answered the kernel's (first) GetCapabilities
 
     def on_offer(self, service_id: int, address: str) -> None:
         self.observe("offer", service_id=service_id)
@@ -85,14 +92,16 @@ class CallbackChannel:
 
     def _count_at_offer(self) -> None:
         try:
-            self._count("probe_offer", {})
+            self._count("probe_offer", {}, lambda: {"after_set_up": self.set_up.is_set()})
         finally:
             self.counted_at_offer.set()
 
-    def before_load_call(self) -> None:
-        """A set-up call waits (a while) for the count made at the offer, so that it falls inside the Load."""
-        if self.offered.is_set():
-            self.counted_at_offer.wait(OFFER_WAIT)
+    def before_set_up(self) -> None:
+        """GetCapabilities waits for the count made at the offer, so that a kernel that offers (and answers) at
+        handshake answers it inside the Load; an offer on its way as the call came is waited for a moment too.
+        One that offers, or answers, only once the plugin is set up shows as the count's `after_set_up`."""
+        if self.count_at_offer and self.offered.wait(INLINE_WAIT):
+            self.counted_at_offer.wait(SET_UP_WAIT)
 
     def probe(self) -> None:
         """Once, inside the first Contribute: count a text through the kernel, as a provider computing its
@@ -119,15 +128,16 @@ class CallbackChannel:
             provider, _, model_id = self.model.partition("/")
             self._count("probe_model", {"model_ref": {"provider": provider, "id": model_id}})
 
-    def _count(self, event: str, ref: dict) -> None:
+    def _count(self, event: str, ref: dict, noted=dict) -> None:
+        """One count through the kernel, observed as `event` with what `noted()` says as the answer came."""
         request = forms.parse("CountTokensRequest", {"content": [{"text": {"text": PROBE_TEXT}}], **ref})
         try:
             with grpc.insecure_channel(f"unix:{self.address}") as channel:
-                reply = kernel_pb2_grpc.KernelCallbackServiceStub(channel).CountTokens(request, timeout=OFFER_WAIT)
+                reply = kernel_pb2_grpc.KernelCallbackServiceStub(channel).CountTokens(request, timeout=COUNT_TIMEOUT)
         except grpc.RpcError as error:
-            self.observe(event, ok=False, error=f"{error.code().name}: {error.details()}", **ref)
+            self.observe(event, ok=False, error=f"{error.code().name}: {error.details()}", **ref, **noted())
             return
-        self.observe(event, ok=True, text=PROBE_TEXT, **ref, **forms.to_json(reply))
+        self.observe(event, ok=True, text=PROBE_TEXT, **ref, **forms.to_json(reply), **noted())
 
 
 class Relay(context_pb2_grpc.ContextServiceServicer):
@@ -152,8 +162,11 @@ class Relay(context_pb2_grpc.ContextServiceServicer):
             abort(context, failure_from(error))  # the same code, message, ContextError and details
 
     def GetCapabilities(self, request, context):
-        self.callbacks.before_load_call()
-        return self._forward("GetCapabilities", request, context)
+        self.callbacks.before_set_up()
+        try:
+            return self._forward("GetCapabilities", request, context)
+        finally:
+            self.callbacks.set_up.set()
 
     def Configure(self, request, context):
         return self._forward("Configure", request, context)

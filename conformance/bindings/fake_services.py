@@ -12,7 +12,7 @@ import time
 
 import grpc
 
-from conformance.bindings.base import CallFailed, Crash, Hang, OnCallback, no_callbacks
+from conformance.bindings.base import AnsweringTime, CallFailed, Crash, Hang, OnCallback, no_callbacks
 from conformance.bindings.grpc_wire import SocketDir, abort, server, start
 from conformance.wire import forms
 from conformance.wire.pb.ctxconf.harness.v1 import harness_pb2_grpc
@@ -40,7 +40,7 @@ class Relay:
         self.hang_limit = hang_limit
         self.holding = 0  # calls being answered or held: an op's judgment waits for them (settle)
         self.settled = threading.Condition()
-        self.answering_seconds = 0.0  # spent answering (or holding) the kernel's calls: the suite's time, not the kernel's
+        self.suite_time = AnsweringTime()  # answering (or holding) the kernel's calls: the suite's time, not the kernel's
 
     def settle(self, timeout: float) -> None:
         """Wait until every call is answered, and every held one has seen its caller give up (or the suite
@@ -49,14 +49,13 @@ class Relay:
             self.settled.wait_for(lambda: self.holding == 0, timeout)
 
     def answer(self, call: str, provider: str | None, request, response_type, context: grpc.ServicerContext):
-        started = time.monotonic()
         with self.settled:
             self.holding += 1
         try:
-            return self._answer(call, provider, request, response_type, context)
+            with self.suite_time.answering():
+                return self._answer(call, provider, request, response_type, context)
         finally:
             with self.settled:
-                self.answering_seconds += time.monotonic() - started
                 self.holding -= 1
                 self.settled.notify_all()
 

@@ -10,16 +10,14 @@ to the kernel in Load.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
 from pathlib import Path
 
 import grpc
 from google.protobuf import json_format
 
 from conformance.bindings import trace
-from conformance.bindings.base import CALLBACK_WALL, HarnessError, OnCallback, no_callbacks, no_suite_time
+from conformance.bindings.base import (CALLBACK_WALL, HarnessError, OnCallback, OwnTimeLimit, no_callbacks,
+                                       no_suite_time)
 from conformance.bindings.fake_services import FakeServers, Relay, hang_limit
 from conformance.bindings.grpc_provider import close_launched
 from conformance.bindings.grpc_wire import SocketDir, failure_from, wait_ready
@@ -55,7 +53,7 @@ class GrpcKernelBinding:
             self.process.start()
             self.process.drain_stdout()
         self.channel = grpc.insecure_channel(self.address)
-        self.limit = _OwnTimeLimit(self.channel)
+        self.limit = OwnTimeLimit(self.channel.close)
         wait_ready(self.channel, self.timeout, f"the kernel harness at {self.address}")
         self.stub = harness_pb2_grpc.KernelHarnessStub(trace.channel(self.name, self.channel))
         hello = self._rpc(self.stub.Hello, harness_pb2.HelloRequest(protocol="ctxconf-kernel/1"))
@@ -110,14 +108,9 @@ class GrpcKernelBinding:
     def _rpc(self, method, message) -> dict:
         """The call's result. The timeout bounds the kernel's own time: what the suite's fakes spend answering
         (or holding) its calls is not charged to it, as over stdio; a whole op still ends at CALLBACK_WALL
-        timeouts of wall clock. The call blocks this thread (grpcio starts a thread for every future); the
-        binding's _OwnTimeLimit ends it once the kernel's own time is spent."""
-        started, suite_before = time.monotonic(), self.relay.answering_seconds + self.suite_seconds()
-
-        def own_time() -> float:
-            return time.monotonic() - started - (self.relay.answering_seconds + self.suite_seconds() - suite_before)
-
-        with self.limit.watching(own_time, self.timeout):
+        timeouts of wall clock. The call blocks this thread; the binding's OwnTimeLimit ends it once the
+        kernel's own time is spent."""
+        with self.limit.watching(self.timeout, self._suite_seconds):
             try:
                 reply = method(message, timeout=self.timeout * CALLBACK_WALL)
             except grpc.RpcError as error:
@@ -130,6 +123,10 @@ class GrpcKernelBinding:
         if failure is not None:
             raise failure
         return forms.to_json(reply)
+
+    def _suite_seconds(self) -> float:
+        """The suite's own time while the kernel works: its fakes answering, and its plugins (suite_seconds)."""
+        return self.relay.suite_time.seconds() + self.suite_seconds()
 
     def _failure(self, error: grpc.RpcError) -> Exception:
         failure = failure_from(error)
@@ -163,41 +160,3 @@ class GrpcKernelBinding:
             self.closing_note = None if self.broken else note
         self.sockets.remove()
 
-
-class _OwnTimeLimit:
-    """Ends an op whose kernel has spent its own time. The op's call blocks the binding's thread, so a thread of
-    the limit's own looks at the op's own time every POLL seconds, and once it reaches the timeout closes the
-    channel, which cancels the call; `fired` then says why it failed. A future per call would do without
-    it, but grpcio starts a thread for every future once the last has finished: it took 2 to 3 times a
-    bare unary call."""
-
-    POLL = 0.02  # seconds a timeout may be overrun
-
-    def __init__(self, channel: grpc.Channel):
-        self.channel = channel
-        self.fired = False
-        self._op: tuple | None = None  # (own_time, timeout) of the call in flight
-        self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        threading.Thread(target=self._watch, daemon=True, name="ctxconf-grpc-own-time").start()
-
-    @contextlib.contextmanager
-    def watching(self, own_time, timeout: float):
-        with self._lock:
-            self._op = (own_time, timeout)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._op = None
-
-    def _watch(self) -> None:
-        while not self._stopped.wait(self.POLL):
-            with self._lock:
-                if self._op is not None and self._op[0]() >= self._op[1]:
-                    self.fired = True
-                    self.channel.close()
-                    return
-
-    def stop(self) -> None:
-        self._stopped.set()

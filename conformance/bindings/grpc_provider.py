@@ -18,7 +18,8 @@ import grpc
 from google.protobuf import json_format
 
 from conformance.bindings import process_tree, trace
-from conformance.bindings.base import CallFailed, HarnessError, OnCallback, no_callbacks
+from conformance.bindings.base import (CALLBACK_WALL, AnsweringTime, CallFailed, HarnessError, OnCallback,
+                                       OwnTimeLimit, no_callbacks)
 from conformance.bindings.grpc_wire import SocketDir, abort, failure_from, server, start, wait_ready
 from conformance.bindings.jsonlines import JsonLinesProcess
 from conformance.wire import forms
@@ -51,17 +52,20 @@ def close_launched(process: JsonLinesProcess, grace: float, stop: str | None = N
 
 
 class _KernelCallbacks(kernel_pb2_grpc.KernelCallbackServiceServicer):
-    """The suite's side of the callback channel; answers through the current op's on_callback."""
+    """The suite's side of the callback channel; answers through the current op's on_callback. The time it takes
+    is the suite's, which the provider's per-call timeout gives back."""
 
     def __init__(self) -> None:
         self.on_callback: OnCallback = no_callbacks
+        self.suite_time = AnsweringTime()
 
     def CountTokens(self, request, context):
-        try:
-            return json_format.ParseDict(self.on_callback("CountTokens", None, forms.to_json(request)),
-                                         kernel_pb2.CountTokensResult())
-        except CallFailed as failure:
-            abort(context, failure)
+        with self.suite_time.answering():
+            try:
+                return json_format.ParseDict(self.on_callback("CountTokens", None, forms.to_json(request)),
+                                             kernel_pb2.CountTokensResult())
+            except CallFailed as failure:
+                abort(context, failure)
 
 
 class GrpcProviderBinding:
@@ -80,6 +84,7 @@ class GrpcProviderBinding:
         self.callback_server: grpc.Server | None = None
         self.channel: grpc.Channel | None = None
         self.stub: context_pb2_grpc.ContextServiceStub | None = None
+        self.limit: OwnTimeLimit | None = None
         self.features: tuple[str, ...] = ("reload", "real_transport")
         self.implementation: dict = {}
         self.broken = False
@@ -101,6 +106,7 @@ class GrpcProviderBinding:
 
     def connect(self, address: str) -> None:
         self.channel = grpc.insecure_channel(address)
+        self.limit = OwnTimeLimit(self.channel.close)
         wait_ready(self.channel, self.timeout, f"the provider at {address}")
         self.stub = context_pb2_grpc.ContextServiceStub(trace.channel(self.name, self.channel))
 
@@ -123,23 +129,39 @@ class GrpcProviderBinding:
         payload = fields.get("request", {"config": fields["config"]} if op == "configure" else {})
         self.callbacks.on_callback = on_callback
         try:
-            reply = getattr(self.stub, method)(json_format.ParseDict(payload, message()), timeout=self.timeout)
+            # The timeout bounds the provider's own time: the suite's answers to its CountTokens calls are given
+            # back (the limit), as over stdio; CALLBACK_WALL timeouts of wall clock end the call all the same.
+            with self.limit.watching(self.timeout, self.callbacks.suite_time.seconds):
+                reply = getattr(self.stub, method)(json_format.ParseDict(payload, message()),
+                                                   timeout=self.timeout * CALLBACK_WALL)
         except grpc.RpcError as error:
-            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            if self.limit.fired or error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 self.broken = True
-                raise HarnessError(f"{method} did not answer within {self.timeout:g}s (the per-call timeout)") from None
+                raise HarnessError(self._timed_out(method)) from None
             if error.code() == grpc.StatusCode.UNAVAILABLE and self.process is not None and not self.process.alive:
                 self.broken = True
                 raise HarnessError(self.process.died("went away")) from None
             raise failure_from(error) from None
         finally:
             self.callbacks.on_callback = no_callbacks
+        if self.limit.fired:  # the answer came as the limit was reached: the channel is closed all the same
+            self.broken = True
+            raise HarnessError(self._timed_out(method))
         return forms.to_json(reply)
+
+    def _timed_out(self, method: str) -> str:
+        if self.limit.fired:
+            return (f"{method} did not answer within {self.timeout:g}s of its own time (the per-call timeout, which "
+                    "the suite's answers to its CountTokens calls do not use up; --timeout sets it)")
+        return (f"{method} did not answer within {self.timeout * CALLBACK_WALL:g}s of wall clock, callbacks and "
+                f"all ({CALLBACK_WALL} per-call timeouts)")
 
     def stderr(self) -> str:
         return self.process.stderr() if self.process else ""
 
     def close(self) -> None:
+        if self.limit is not None:
+            self.limit.stop()
         if self.channel is not None:
             self.channel.close()
         if self.process:

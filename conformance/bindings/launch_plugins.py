@@ -113,7 +113,7 @@ class LaunchingKernel:
         # served, and its age would give the kernel back time forever.
         this_load = str(self.sockets.path / f"load{self.loads}-")
         starting = {pid: age for pid, age in process_tree.ages_of(this_load).items() if pid not in served}
-        return sum(served.values()) + sum(starting.values()) + self.relay.answering_seconds
+        return sum(served.values()) + sum(starting.values()) + self.relay.suite_time.seconds()
 
     def _direct(self, on_callback: OnCallback) -> OnCallback:
         """The harness's own callback route, which a kernel in this mode uses for its model providers'

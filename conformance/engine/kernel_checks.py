@@ -142,7 +142,8 @@ def check_plugins(transcript: Transcript, scenario: KernelScenario) -> list[Find
             findings.append(Finding("K-CALLBACK-CHANNEL", offered, "the kernel never announced its callback service "
                                     f"on broker ID 1 (announced: {launch['offers'] or 'nothing'})", where))
         if offered:
-            findings += _judge_probe(launch.get("probe_offer"), f"{where}, counting as soon as it was offered (in Load)")
+            findings += _judge_offer_probe(launch.get("probe_offer"), f"{where}, counting as soon as it was offered "
+                                                                      "(in Load)")
         if launch["probe"] is not None and offered:
             findings += _judge_probe(launch["probe"], where)
             findings += _judge_model_probe(launch["probe_model"], scenario, where)
@@ -171,6 +172,21 @@ def _judge_probe(probe: dict | None, where: str) -> list[Finding]:
                                 f"{probe.get('count', 0)}, not the fallback formula's {expected}", where))
         findings.append(Finding("K-COUNT-EXACT-FLAG", not probe.get("exact"), "CountTokens without a "
                                 "model_ref said exact: true, though no tokenizer could have counted", where))
+    return findings
+
+
+def _judge_offer_probe(probe: dict | None, where: str) -> list[Finding]:
+    """The count a plugin makes the moment it is offered the callback channel, its GetCapabilities waiting for the
+    answer: judged as any count, and answered while the plugin was still being set up. An answer that came only
+    after it had answered GetCapabilities means the kernel offered the channel, or served it, only once the
+    plugin was set up, though the channel is the plugin's from its handshake on
+    (kernel-callbacks.md#the-callback-channel)."""
+    findings = _judge_probe(probe, where)
+    if probe and probe["ok"] and "after_set_up" in probe:
+        findings.append(Finding("K-CALLBACK-CHANNEL", not probe["after_set_up"], "the count it made as soon as it was "
+                                "offered the callback channel was answered only after it had answered the kernel's "
+                                "GetCapabilities: the channel was offered, or served, only once the plugin was set "
+                                "up, not from its handshake on", where))
     return findings
 
 

@@ -22,6 +22,7 @@ import re
 import threading
 
 from conformance.bindings.base import CallFailed
+from conformance.bindings.go_plugin_protocol import CALLBACK_BROKER_ID
 from conformance.proofs import wire_forms
 from conformance.reference.kernel import ReferenceKernel, Session, TurnFailed
 from conformance.reference.plugin_host import PluginFleet
@@ -1194,6 +1195,21 @@ class NeverOffersCallbacks(ReferenceKernel):
 class CallbacksForFirstPluginOnly(ReferenceKernel):
     """Announces the callback service to the first plugin it launches, as a host keeping one broker would."""
     plugin_fleet = _fleet(offers_callbacks=lambda self, index: index == 0)
+
+
+@mutant("K-CALLBACK-CHANNEL", launches_plugins=True)
+class OffersCallbacksOnceSetUp(ReferenceKernel):
+    """Announces the callback service to its plugins only once it has asked their capabilities and configured
+    them, as a host that builds its broker service after its category clients would: a plugin that counts as
+    soon as it is offered the channel is answered only after its GetCapabilities."""
+    plugin_fleet = _fleet(offers_callbacks=lambda self, index: False)
+
+    def start_providers(self, declared, call):
+        providers = super().start_providers(declared, call)
+        if self.fleet is not None:
+            for plugin in self.fleet.plugins.values():
+                plugin.broker.offer(CALLBACK_BROKER_ID, self.fleet.callback_address)
+        return providers
 
 
 @mutant("K-PLUGIN-SHUTDOWN", launches_plugins=True)

@@ -53,7 +53,7 @@ class Remote:
                 reply = self.tokenizer.CountTokens(forms.parse("CountTokensRequest", request), timeout=self.deadline)
             else:
                 method, message = CALLS[name]
-                reply = getattr(self.providers[provider], method)(json_format.ParseDict(request, message()),
+                reply = getattr(self.providers[provider], method)(forms.from_json(message, request),
                                                                   timeout=self.deadline)
         except grpc.RpcError as error:
             raise failure_from(error) from None
@@ -77,7 +77,10 @@ class Harness(harness_pb2_grpc.KernelHarnessServicer):
             abort(context, CallFailed("INTERNAL", f"{type(exc).__name__}: {exc}"))
         if result.get("error") is None:
             result = {k: v for k, v in result.items() if k != "error"}
-        return json_format.ParseDict(result, response_type(), ignore_unknown_fields=True)
+        try:
+            return forms.from_json(response_type, result)  # json_format once for each distinct result
+        except json_format.ParseError:  # a field the response lacks, which json_format then drops (or a bad value)
+            return json_format.ParseDict(result, response_type(), ignore_unknown_fields=True)
 
     def Hello(self, request, context):
         return self._run("hello", forms.to_json(request), harness_pb2.HelloResponse, context)
