@@ -249,6 +249,9 @@ def _provider_shapes(own_name: str) -> dict[str, Predicate]:
             "\u0301" in b.get("text", "") or "\u0308" in b.get("text", "") for s in space.prior_sections(doc)
             for b in s["content"]),
         "budget: at the prior chain's count or one token either side": budget_at_prior,
+        "count: a prior section of several blocks on a model whose tokenizer counts where blocks end": lambda doc: any(
+            (r.get("model_target") or {}).get("tokenizer") == "blocks"
+            and any(len(s["content"]) >= 2 for s in r.get("prior_sections", ())) for r in space.provider_requests(doc)),
     }
 
 
