@@ -989,6 +989,32 @@ class CompactorKeepsCountsByLabel(Compactor):
         return sum(self.figures.setdefault((s["provider"], s["label"]), count(s["content"])) for s in chain)
 
 
+@mutant("P-FULL-CHAIN")
+class ReaderSkipsWhenItsLabelIsTaken(FileReader):
+    """Hands the chain back unchanged when a prior section, whoever's, carries its label: "its" section is
+    there already (red-team R28)."""
+
+    def contribute(self, request, call):
+        prior = request["request"].get("prior_sections") or []
+        if any(s.get("label") == self.label for s in prior):
+            return {"sections": prior}
+        return super().contribute(request, call)
+
+
+class _SkipsEmptyBlocks(Counter):
+    def ask(self, texts, model_id):
+        return super().ask(tuple(t for t in texts if t) or ("",), model_id)
+
+
+@mutant("C-CHAIN-FITS")
+class CompactorCountsWithoutEmptyBlocks(Compactor):
+    """Leaves a section's empty text blocks out of what it asks CountTokens (they hold no text), which a
+    tokenizer that counts where blocks end still counts (red-team R28)."""
+
+    def counter(self, call, request):
+        return _SkipsEmptyBlocks(call, (request.get("model_target") or {}).get("id", ""))
+
+
 @mutant("C-CHAIN-FITS")
 class CompactorKeepsStaticCountsByLabel(Compactor):
     """Keeps only static sections' counts by provider and label ("unchanged for the session"), so it counts
