@@ -470,7 +470,7 @@ class CountsBlocksJoined(BlockPerParagraph):
     (R-COUNT-WHOLE-SECTION): right only under a tokenizer that ignores where blocks end."""
 
     def counter(self, call, request):
-        return _JoinsBlocks(call, (request.get("model_target") or {}).get("id", ""))
+        return _JoinsBlocks(call, super().counter(call, request).model_id)  # for the model the reference counts for
 
 
 @mutant("C-CHAIN-FITS")
@@ -478,7 +478,7 @@ class CompactorCountsBlocksJoined(Compactor):
     """Measures each section of the chain by its text asked as one block (red-team M07)."""
 
     def counter(self, call, request):
-        return _JoinsBlocks(call, (request.get("model_target") or {}).get("id", ""))
+        return _JoinsBlocks(call, super().counter(call, request).model_id)  # for the model the reference counts for
 
 
 @mutant("P-TOKENS-COUNTTOKENS")
@@ -1012,7 +1012,7 @@ class CompactorCountsWithoutEmptyBlocks(Compactor):
     tokenizer that counts where blocks end still counts (red-team R28)."""
 
     def counter(self, call, request):
-        return _SkipsEmptyBlocks(call, (request.get("model_target") or {}).get("id", ""))
+        return _SkipsEmptyBlocks(call, super().counter(call, request).model_id)  # for the model the reference counts for
 
 
 @mutant("C-CHAIN-FITS")
