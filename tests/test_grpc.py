@@ -288,11 +288,11 @@ def test_the_own_time_limit_sleeps_to_each_calls_deadline_and_gives_the_suites_t
         with limit.watching(30.0):  # a long call first (a Load with its allowance): the thread sleeps to its end
             time.sleep(0.05)
         given_back = [0.0]
-        with limit.watching(0.3, lambda: given_back[0]):  # a shorter one after it is still timed
-            time.sleep(0.25)
-            given_back[0] = 0.3  # the suite spent 0.3 s of that: the call has 0.35 s of its own left
-            assert not cancelled.wait(0.3), "the suite's time was charged to the call"
-            assert cancelled.wait(1.0), "the call's own time ran out unnoticed"
+        with limit.watching(1.0, lambda: given_back[0]):  # a shorter one after it is still timed
+            time.sleep(0.3)
+            given_back[0] = 1.0  # the suite spent 1 s of that: the call has 1.7 s of its own left
+            assert not cancelled.wait(1.0), "the suite's time was charged to the call"
+            assert cancelled.wait(3.0), "the call's own time ran out unnoticed"
         assert limit.fired
     finally:
         limit.stop()

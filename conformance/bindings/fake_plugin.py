@@ -98,9 +98,11 @@ class CallbackChannel:
 
     def before_set_up(self) -> None:
         """GetCapabilities waits for the count made at the offer, so that a kernel that offers (and answers) at
-        handshake answers it inside the Load; an offer on its way as the call came is waited for a moment too.
-        One that offers, or answers, only once the plugin is set up shows as the count's `after_set_up`."""
-        if self.count_at_offer and self.offered.wait(INLINE_WAIT):
+        handshake answers it inside the Load; an offer on its way as the call came is waited for as long as the
+        probe waits for one (the offer and this call travel on streams of their own: a loaded machine may deliver
+        the offer seconds late). One that offers, or answers, only once the plugin is set up shows as the
+        count's `after_set_up`."""
+        if self.count_at_offer and self.offered.wait(OFFER_WAIT):
             self.counted_at_offer.wait(SET_UP_WAIT)
 
     def probe(self) -> None:
