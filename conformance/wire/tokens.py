@@ -103,8 +103,7 @@ def _words_with_block_separators(content: list[dict]) -> int:
     tokenizer that marks where one block ends (as chat formats do), so the same text in other blocks, joined into
     one or split into more, counts otherwise. Never a sum of per-block `words` counts: each boundary gains such a
     sum at most a word split in two and a fifth rounded up, 2 tokens."""
-    return suite_tokenizer_count([{"text": {"text": text_of(content)}}]) + BLOCK_SEPARATOR_TOKENS * max(
-        0, len(texts_of(content)) - 1)
+    return TOKENIZERS["words"](content) + BLOCK_SEPARATOR_TOKENS * max(0, len(texts_of(content)) - 1)
 
 
 # The model tokenizers of the kernel the suite plays for a provider (`tokenizer:` in a provider vector's
