@@ -3,6 +3,7 @@ the vector's explicit expectations. Each finding cites one requirement."""
 
 from __future__ import annotations
 
+import json
 import re
 from enum import Enum, auto
 
@@ -348,7 +349,8 @@ class Checker:
 
     def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
-        later firing of the very same input (source, budget, model, files touched, and the texts of the whole
+        later firing of the very same input (source, and every field of the request but its turn_id: budget,
+        model with its window and ceiling, files touched, the kernel's figures, and the texts of the whole
         prior chain, every provider's) with sections again, unless it is handed its own earlier ones (a kernel
         carrying the chain): each firing's prompt is built from the chain it returns, so leaving out what it
         sent before drops it. Another prior chain is another input: a reader may add nothing a chain already
@@ -357,8 +359,8 @@ class Checker:
                 or record.source_text is None or record.counting_off:
             return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
         request = record.request
-        firing = (record.source_text, request["token_budget"], request["model_target"]["id"],
-                  tuple(request["files_touched"]), _chain_texts(request["prior_sections"]))
+        rest = {k: v for k, v in request.items() if k not in ("turn_id", "prior_sections")}
+        firing = (record.source_text, json.dumps(rest, sort_keys=True), _chain_texts(request["prior_sections"]))
         if own:
             self.contributed.add(firing)
         elif firing in self.contributed and not _handed_its_own(request["prior_sections"], self.manifest.name):
