@@ -24,10 +24,12 @@ from tests.conftest import ROOT
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ONE = "kernel/budget/exact-tokenizer"  # one case, one assemble
 TWO = "kernel/budget/exact"            # that one, then kernel/budget/exactly-at-budget-kept
-# ctxconf as its console script runs, printing its own peak memory (its children's are not its own) at exit.
-MEASURED = ("import atexit, resource, runpy, sys; atexit.register(lambda: print('peak-rss-kb', "
-            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); "
-            "sys.argv[0] = 'ctxconf'; runpy.run_module('conformance', run_name='__main__')")
+# ctxconf as its console script runs, printing its own peak memory (its children's are not its own) at exit:
+# the kernel's high-water mark of its address space (VmHWM). Not getrusage's ru_maxrss, which Linux carries
+# over an exec from the process that forked it: under pytest-xdist it is the worker's size, not ctxconf's.
+MEASURED = ("import atexit, runpy, sys; atexit.register(lambda: print('peak-rss-kb', "
+            "next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')), "
+            "file=sys.stderr)); sys.argv[0] = 'ctxconf'; runpy.run_module('conformance', run_name='__main__')")
 
 
 @dataclass
