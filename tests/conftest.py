@@ -102,14 +102,34 @@ def processes_under(folder: Path) -> list[int]:
     return found
 
 
+def _shared_folder(tmp_path_factory, config) -> Path:
+    """The run's base directory, which every pytest-xdist worker of one run shares and the next run does not."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(config, "workerinput") else base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scenario_cache(tmp_path_factory, request):
+    """A passed property search is drawn once per run, by whichever worker or command line first needs it
+    (conformance.properties.runner.SCENARIO_CACHE); the tests of drawing itself unset it."""
+    from conformance.properties.runner import SCENARIO_CACHE
+    folder = _shared_folder(tmp_path_factory, request.config) / "scenarios"
+    previous = os.environ.get(SCENARIO_CACHE)
+    os.environ[SCENARIO_CACHE] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop(SCENARIO_CACHE, None)
+    else:
+        os.environ[SCENARIO_CACHE] = previous
+
+
 @pytest.fixture(scope="session")
 def run_once(tmp_path_factory, request):
     """`run_once(name, compute)`: compute() once per pytest run, under any number of pytest-xdist workers. The
     first test, in any worker, to ask for a name computes it while holding the name's lock, and every other
     test that asks reads the pickled result back (or waits for it). The results live in the run's base
     directory, which every worker of one run shares and the next run does not."""
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if hasattr(request.config, "workerinput") else base) / "run-once"
+    folder = _shared_folder(tmp_path_factory, request.config) / "run-once"
     folder.mkdir(exist_ok=True)
 
     def once(name: str, compute):

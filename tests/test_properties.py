@@ -206,3 +206,57 @@ def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_
     assert seen[2][:len(seen[0]) // 2 + 1] == seen[0][:len(seen[0]) // 2 + 1]  # replayed up to the failure...
     assert (failing.doc, failing.examples, failing.failed.keys()) == (fresh.doc, fresh.examples, fresh.failed.keys())
     assert failing.doc == middle  # ...then hypothesis drew again and found it, as it does with no replay at all
+
+
+def test_a_passed_search_is_kept_between_processes_only_for_the_same_suite(monkeypatch, tmp_path):
+    """With CTXCONF_SCENARIO_CACHE set, another process (here: this one with its memory emptied) replays a passed
+    search from the folder instead of drawing it; a file of another suite, or a broken one, is never read as one."""
+    from conformance.engine.results import Finding
+    from conformance.properties import runner
+    monkeypatch.setenv(runner.SCENARIO_CACHE, str(tmp_path))
+    monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
+    pairs, run = _pairs()
+    seen: list[list[dict]] = [[], [], [], []]
+
+    def attempt(tried):
+        return lambda doc: (tried.append(doc), ([Finding("K-BUDGET-REJECT", True, "over")], None))[1]
+    runner._search(run, pairs, attempt(seen[0]), drawn_by=("pairs",))
+    [stored] = tmp_path.glob("*.pickle")
+    drawing = runner._draw
+    drawn = []
+    monkeypatch.setattr(runner, "_draw", lambda *a: drawn.append(a) or drawing(*a))
+    monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})  # another process: nothing in memory
+    runner._search(run, pairs, attempt(seen[1]), drawn_by=("pairs",))
+    assert seen[1] == seen[0] and len(seen[0]) == run.settings().max_examples and drawn == []
+    monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
+    monkeypatch.setattr(runner, "_suite_digest", lambda: "another suite")
+    runner._search(run, pairs, attempt(seen[2]), drawn_by=("pairs",))
+    assert len(drawn) == 1, "another suite's file is not found"
+    monkeypatch.undo()
+    monkeypatch.setenv(runner.SCENARIO_CACHE, str(tmp_path))
+    monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
+    monkeypatch.setattr(runner, "_draw", lambda *a: drawn.append(a) or drawing(*a))
+    stored.write_bytes(stored.read_bytes()[:10])  # cut short
+    runner._search(run, pairs, attempt(seen[3]), drawn_by=("pairs",))
+    assert len(drawn) == 2 and seen[3] == seen[0], "a broken file is drawn again, to the same scenarios"
+
+
+def test_no_shrink_work_reports_the_failure_as_first_found():
+    from conformance.engine.results import Finding
+    from conformance.properties.runner import _search
+
+    def attempt(doc):
+        return [Finding("K-BUDGET-REJECT", doc["n"] <= 5, "over")], None
+    shrunk = _search(*reversed(_pairs()), attempt)
+    first = _search(*reversed(_pairs(shrink_work=0)), attempt)
+    assert first.failed.keys() == shrunk.failed.keys() == {"K-BUDGET-REJECT"} and first.doc["n"] > 5
+    assert first.examples < shrunk.examples and shrunk.doc == {"n": 6, "m": 0} != first.doc
+
+
+def test_the_command_line_takes_a_shrink_budget_and_refuses_a_negative_one(tmp_path):
+    run = ctxconf("kernel", "--python", "conformance.proofs.kernel_mutants:TrustsStatedTokens", "--profile", "ci",
+                  "--shrink-work", "0", "--counterexamples", str(tmp_path), "--report", str(tmp_path / "r.json"))
+    [case] = [c for c in json.loads((tmp_path / "r.json").read_text())["cases"] if c["id"].startswith("property/")]
+    assert run.returncode == 1 and case["status"] == "fail" and case["counterexample"], run.stdout[-2000:]
+    bad = ctxconf("kernel", "--shrink-work", "-1")
+    assert bad.returncode == 2 and "--shrink-work" in bad.stderr and "at least 0" in bad.stderr

@@ -9,10 +9,12 @@ is derandomized.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
 import random
+import sys
 import time
 import warnings
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import hypothesis
 import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as fix_seed, settings as hsettings, target
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -35,7 +38,7 @@ from conformance.engine.provider_driver import case_directory, drive as drive_pr
 from conformance.engine.results import CaseResult, Finding, split_harness, suite_defect
 from conformance.engine.scenario import from_vector as kernel_scenario
 from conformance.data.manifest import Manifest
-from conformance.properties import (CASE_IDS, LARGE_SHARE, PROFILES,  # noqa: F401 (PROFILES: the runner's API too)
+from conformance.properties import (CASE_IDS, LARGE_SHARE, PROFILES, SHRINK_WORK,  # noqa: F401 (PROFILES: the runner's API too)
                                     TARGETED, space, strategies)
 
 
@@ -88,10 +91,7 @@ class PropertyRun:
     seed: int | None = None
     examples: int | None = None
     shrink: bool = True
-    # The work shrinking may do after the first failure (work(): the calls a scenario makes and the text it
-    # moves); then the simplest failure found so far is the answer. Work, not seconds, so the same seed gives
-    # the same counterexample on any machine under any load.
-    shrink_work: int = 2000
+    shrink_work: int = SHRINK_WORK  # see conformance.properties.SHRINK_WORK
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)  # "scenario N of M"
     counterexamples: Path | None = None   # where shrunk failures are written as vectors
     timings: list[ScenarioTiming] | None = field(default=None, compare=False, repr=False)  # one per scenario tried
@@ -160,6 +160,47 @@ def large_share(profile: str) -> int:
 # again (drawing is a third of an in-process certification, and the self-test certifies hundreds), and goes
 # back to hypothesis, from the start, at the first scenario that fails: what it reports is then hypothesis's.
 _PASSED_SEARCHES: dict[tuple, list[bytes]] = {}
+# ... and between processes, when CTXCONF_SCENARIO_CACHE names a folder (the test command sets it to its run's
+# temporary folder, so that its workers and the command lines they run draw each search once). A file there is
+# named by the key and by a digest of the suite's own files, hypothesis' version and Python's: another suite
+# draws other scenarios for the same key, and must not find these. The files are pickles: only a folder of
+# your own.
+SCENARIO_CACHE = "CTXCONF_SCENARIO_CACHE"
+
+
+@functools.lru_cache(maxsize=None)
+def _suite_digest() -> str:
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(f"{sys.version} {hypothesis.__version__}".encode())
+    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".yaml", ".json") and p.is_file()):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _stored_search(key: tuple) -> Path | None:
+    folder = os.environ.get(SCENARIO_CACHE)
+    if not folder:
+        return None
+    return Path(folder) / f"{hashlib.sha256(f'{_suite_digest()} {key!r}'.encode()).hexdigest()[:32]}.pickle"
+
+
+def _passed_search(key: tuple) -> list[bytes] | None:
+    """The scenarios of a passed search with this key, drawn in this process or (see SCENARIO_CACHE) another."""
+    if key not in _PASSED_SEARCHES and (path := _stored_search(key)) is not None:
+        try:
+            _PASSED_SEARCHES[key] = pickle.loads(path.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError):
+            return None  # not there yet (or half written by a process that was killed): draw them
+    return _PASSED_SEARCHES.get(key)
+
+
+def _keep_passed_search(key: tuple, drawn: list[bytes]) -> None:
+    _PASSED_SEARCHES[key] = drawn
+    if (path := _stored_search(key)) is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_suffix(f".{os.getpid()}.part")
+        part.write_bytes(pickle.dumps(drawn))
+        part.replace(path)  # whole or not at all, for a process reading it meanwhile
 
 
 def _timed(attempt: Callable[[dict], tuple[list[Finding], str | None]], timings: list[ScenarioTiming],
@@ -192,9 +233,9 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
     if run.timings is not None:
         attempt = _timed(attempt, run.timings, judging)
     key = drawn_by and (*drawn_by, run.profile, run.seed, run.settings().max_examples)
-    if key in _PASSED_SEARCHES:
+    if key and (passed := _passed_search(key)) is not None:
         timed_before = len(run.timings) if run.timings is not None else 0
-        replayed = _replay(run, _PASSED_SEARCHES[key], attempt)
+        replayed = _replay(run, passed, attempt)
         if replayed is not None:
             return replayed
         if run.timings is not None:
@@ -202,7 +243,7 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
     drawn: list[bytes] = []
     found = _draw(run, strategy, lambda doc: (drawn.append(pickle.dumps(doc)), attempt(doc))[1], aim)
     if key and found.doc is None and not (found.not_restarted or found.defect):
-        _PASSED_SEARCHES[key] = drawn
+        _keep_passed_search(key, drawn)
     return found
 
 
