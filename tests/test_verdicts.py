@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import yaml
+from hypothesis import given, strategies as st
 
 from conformance.data import catalog as catalog_mod
 from conformance.engine.results import CaseResult, Finding
@@ -147,3 +148,28 @@ def test_a_kernel_that_leaves_the_provider_out_of_model_ref_fails_resolution(bin
         with Connection(lambda: GrpcKernelBinding(tmp_path, 10.0, command=f"{HARNESS} {target}")) as connection:
             results = kernel_run.run_vectors(connection, cases)
     assert "K-COUNT-RESOLUTION" in failed_requirements(results)
+
+
+def _status_one_by_one(case: CaseResult, requirement: str):
+    """A case's verdict on one requirement, read off its findings as the rule is written: skipped, it cites
+    the requirement or says nothing; a failed finding fails it; an error errs what it found or cites; a
+    finding passes it."""
+    mine = [f for f in case.findings if f.requirement == requirement]
+    if case.skipped:
+        return "skip" if requirement in case.requirements else None
+    if any(not f.passed for f in mine):
+        return "fail"
+    if case.error and (mine or requirement in case.requirements):
+        return "error"
+    return "pass" if mine else None
+
+
+@given(st.lists(st.tuples(st.sampled_from(["K-BUDGET-REJECT", "K-DECLARATION-ORDER", "K-PRIOR-SECTIONS"]),
+                          st.booleans()), max_size=6),
+       st.lists(st.sampled_from(["K-BUDGET-REJECT", "K-DECLARATION-ORDER", "K-TIMEOUT"]), max_size=3),
+       st.booleans(), st.booleans())
+def test_a_cases_verdicts_taken_in_one_pass_are_its_verdicts_one_by_one(findings, cited, error, skipped):
+    case = CaseResult("c", "t", tuple(cited), findings=[Finding(r, passed, "m") for r, passed in findings],
+                      error="broke" if error else None, skipped="why" if skipped else None)
+    for requirement in ("K-BUDGET-REJECT", "K-DECLARATION-ORDER", "K-PRIOR-SECTIONS", "K-TIMEOUT"):
+        assert case.status_for(requirement) == _status_one_by_one(case, requirement)

@@ -108,16 +108,22 @@ class CaseResult:
             return ERROR
         return PASS
 
+    def statuses(self) -> dict[str, Status]:
+        """This case's verdict on each requirement it says anything of (one pass over its findings: a report asks
+        it of every case for every requirement of the catalog)."""
+        if self.skipped:
+            return dict.fromkeys(self.requirements, SKIP)
+        found: dict[str, bool] = {}  # requirement: every finding of it passed
+        for finding in self.findings:
+            found[finding.requirement] = found.get(finding.requirement, True) and finding.passed
+        verdicts = {r: PASS if passed else FAIL for r, passed in found.items()}
+        if self.error:
+            verdicts |= {r: ERROR for r in [*found, *self.requirements] if found.get(r, True)}
+        return verdicts
+
     def status_for(self, requirement: str) -> Status | None:
         """This case's verdict on one requirement, or None if it says nothing of it."""
-        mine = [f for f in self.findings if f.requirement == requirement]
-        if self.skipped:
-            return SKIP if requirement in self.requirements else None
-        if any(not f.passed for f in mine):
-            return FAIL
-        if self.error and (mine or requirement in self.requirements):
-            return ERROR
-        return PASS if mine else None
+        return self.statuses().get(requirement)
 
     def failures(self, requirement: str | None = None) -> list[Finding]:
         return [f for f in self.findings if not f.passed and requirement in (None, f.requirement)]
