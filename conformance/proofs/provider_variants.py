@@ -363,6 +363,16 @@ class CompactorCoercesThreshold(Compactor):
         return {}
 
 
+@variant("reads a config that leaves out its optional history_threshold_percent as compaction switched off "
+         "(never rewriting the history), not as its declared default of 50", "R-CONFIG-OFF-SCHEMA")
+class CompactorOffWithoutThreshold(Compactor):
+    def configure(self, request, call):
+        if "history_threshold_percent" not in (request.get("config") or {}):
+            self.threshold = float("inf")
+            return {}
+        return super().configure(request, call)
+
+
 @variant("declares root and path optional without a default, so a kernel sends \"\" for one left out, and refuses "
          "the config when the file they then name does not resolve", "R-OPTIONAL-ATTRIBUTE")
 class OptionalRootAndPath(FileReader):
