@@ -53,7 +53,7 @@ def test_the_reference_kernel_passes_one_item_per_vector(tmp_path):
 
 
 def test_a_mutant_fails_its_requirement_in_junit_and_under_xdist(tmp_path):
-    serial = _pytest(tmp_path, "--ctxconf-kernel", MUTANT, "--ctxconf-args=--profile ci",
+    serial = _pytest(tmp_path, "--ctxconf-kernel", MUTANT, "--ctxconf-args=--profile ci --shrink-work 0",
                      "--junitxml", "serial.xml", "--ctxconf-report", "serial.json")
     assert serial.returncode == 1 and "verdict: NOT CONFORMANT" in serial.stdout, serial.stdout[-3000:]
     cases = ElementTree.parse(tmp_path / "serial.xml").getroot().iter("testcase")
@@ -64,7 +64,7 @@ def test_a_mutant_fails_its_requirement_in_junit_and_under_xdist(tmp_path):
     assert any(p.get("name") == "failed" and p.get("value") == "K-BUDGET-REJECT" for c in failed for p in c.iter("property"))
     assert "ctxconf-case" not in (tmp_path / "serial.xml").read_text()  # the worker's transport stays out of it
 
-    parallel = _pytest(tmp_path, "-n", "2", "--ctxconf-kernel", MUTANT, "--ctxconf-args=--profile ci",
+    parallel = _pytest(tmp_path, "-n", "2", "--ctxconf-kernel", MUTANT, "--ctxconf-args=--profile ci --shrink-work 0",
                        "--ctxconf-report", "parallel.json")
     assert parallel.returncode == 1, parallel.stdout[-3000:]
     assert _verdict(_report(tmp_path / "serial.json")) == _verdict(_report(tmp_path / "parallel.json"))

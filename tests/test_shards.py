@@ -15,6 +15,7 @@ from tests.conftest import ctxconf
 SUBJECTS = "CompactorMerges"  # CompactorMergesAll (a variant, python and stdio), CompactorMergesUnderAStrangeName
 MATRIX = """title: two entries
 profile: ci
+shrink_work: 0
 implementations:
   - {name: reference kernel, role: kernel, binding: python, target: 'conformance.reference.kernel:create',
      expect: conformant}

@@ -250,7 +250,7 @@ def check_output_file(option: str, path: Path | None) -> None:
 def _property_run(args: argparse.Namespace) -> PropertyRun:
     from conformance.properties.runner import PropertyRun
     return PropertyRun(profile=args.profile, seed=args.seed, examples=args.examples,
-                       counterexamples=args.counterexamples)
+                       counterexamples=args.counterexamples, shrink_work=args.shrink_work)
 
 
 def vectors_dir(args: argparse.Namespace) -> Path | None:

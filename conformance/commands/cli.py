@@ -34,7 +34,7 @@ from conformance import __version__
 from conformance.data import catalog as catalog_mod
 from conformance.commands import certify
 from conformance.bindings.base import KERNEL_PROTOCOL, PROVIDER_PROTOCOL, LaunchError
-from conformance.properties import CASE_IDS, PROFILES
+from conformance.properties import CASE_IDS, PROFILES, SHRINK_WORK
 from conformance.reports import badge, console, json_report, junit, markdown
 from conformance.reports.verdict import Exit
 from conformance.data.schemas import InputError
@@ -270,6 +270,10 @@ def _run_options(parser: argparse.ArgumentParser, properties: bool = True) -> No
                             help="run the golden vectors only (a partial run: no verdict)")
         parser.add_argument("--counterexamples", type=Path, metavar="DIR", default=Path("ctxconf-counterexamples"),
                             help="where a shrunk failing scenario is written as a vector (default: ./ctxconf-counterexamples)")
+        parser.add_argument("--shrink-work", type=_whole, metavar="N", default=SHRINK_WORK,
+                            help="how much work shrinking a failing generated scenario may do, in calls made and "
+                                 "16 KiB of text moved (the same on any machine); 0 reports the failure as first "
+                                 f"found, for a run that needs only the verdict (default: {SHRINK_WORK})")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary here")
@@ -303,6 +307,13 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _whole(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
     return value
 
 

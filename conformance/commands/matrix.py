@@ -80,6 +80,8 @@ def load(path: Path) -> tuple[str, list[Entry]]:
         for name in item.get("env", ()):
             argv += ["--env", name]
         argv += ["--profile", doc.get("profile", "ci")] if doc.get("properties", True) else ["--no-properties"]
+        if "shrink_work" in doc and doc.get("properties", True):
+            argv += ["--shrink-work", str(doc["shrink_work"])]
         entries.append(Entry(item["name"], item["role"], tuple(argv), item["target"], item.get("expect"), where))
     return doc.get("title", f"ctxconf matrix: {path.name}"), entries
 

@@ -15,3 +15,7 @@ LARGE_SHARE = {"ci": 64, "default": 16, "thorough": 16}
 # the optimiser spends up to half the examples on variations of the few best scenarios, and a run of 25 (or a
 # self-test's 300) needs them all for breadth; its boundaries come from the strategies' own constructions.
 TARGETED = {"ci": False, "default": False, "thorough": True}
+# The work shrinking may do after the first failure (runner.work(): the calls a scenario makes and the text it
+# moves); then the simplest failure found so far is the answer. Work, not seconds, so the same seed gives the
+# same counterexample on any machine under any load. `--shrink-work 0` reports the failure as first found.
+SHRINK_WORK = 2000
