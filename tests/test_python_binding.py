@@ -3,6 +3,7 @@ the timeout, and an op that exits the thread's way (SystemExit) is an error, not
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -93,3 +94,20 @@ def test_the_suites_own_time_during_an_op_is_given_back_to_its_time_limit():
         assert not worker.run(lambda: time.sleep(0.5), 0.2)
     finally:
         worker.stop()
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts this process's open files in /proc")
+def test_an_abandoned_op_keeps_only_its_threads_two_pipe_ends_and_those_go_with_the_thread():
+    release = threading.Event()
+    before = _open_fds()
+    worker = _Worker()
+    assert not worker.run(lambda: release.wait(30), 0.1)
+    worker.stop()
+    assert _open_fds() == before + 2, "the binding's own two ends are closed at stop, the thread's stay"
+    release.set()  # the op ends: its end goes to a closed pipe, and the thread leaves, closing its two
+    worker.thread.join(5)
+    assert not worker.thread.is_alive() and _open_fds() == before
