@@ -75,10 +75,16 @@ def test_carry_over_moves_results_and_classifications_to_the_new_ids(tmp_path):
     (tmp_path / "report.json").write_text(json.dumps({"runs": {}, "mutants": [
         {"id": moved, "target": "plugin_host", "operator": current.operator, "diff": current.diff,
          "line": current.line + 40, "status": "survived", "source_line": current.source_line}, gone]}))
-    (tmp_path / "survivors.yaml").write_text(f"{moved}:\n  class: equivalent\n  why: as {moved} says\n")
+    changed = f"plugin_host.py:{current.line}:DeleteStatement#0"  # its line's text changed: its result is dropped
+    other = "kernel.py:7:DeleteStatement#0"  # another file's: not this carry-over's business
+    (tmp_path / "survivors.yaml").write_text(f"{moved}:\n  class: equivalent\n  why: as {moved} says\n"
+                                             f"{changed}:\n  class: equivalent\n  why: see {other}\n")
     left = mutation.carry_over("plugin_host", ops, tmp_path)
     [record] = json.loads((tmp_path / "report.json").read_text())["mutants"]
     assert record["id"] == current.id and record["line"] == current.line and record["status"] == "survived"
     renamed = (tmp_path / "survivors.yaml").read_text()
-    assert renamed == f"{current.id}:\n  class: equivalent\n  why: as {current.id} says\n"
+    assert renamed == (f"{current.id}:\n  class: equivalent\n  why: as {current.id} says\n"
+                       f"stale_{changed}:\n  class: equivalent\n  why: see {other}\n")
+    mutation.carry_over("plugin_host", ops, tmp_path)  # a second carry-over leaves the stale key as it is
+    assert (tmp_path / "survivors.yaml").read_text() == renamed
     assert current.id not in left and len(left) > 100  # the dropped record's mutant and every other one untried

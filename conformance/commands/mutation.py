@@ -512,6 +512,7 @@ def result_record(mutant: Mutant, outcome: Outcome) -> dict:
 # --- carrying results over to a changed file ----------------------------------------------------------
 
 _ID = re.compile(r"\b[a-z_]+\.py:\d+:\w+#\d+\b")
+STALE_PREFIX = "stale_"  # joined to the file name, so that _ID reads another file's id, never this file's
 
 
 def carry_over(target: str, ops: dict[str, Operator], report_dir: Path) -> list[str]:
@@ -539,8 +540,19 @@ def carry_over(target: str, ops: dict[str, Operator], report_dir: Path) -> list[
                         | ({"source_line": mutant.source_line} if "source_line" in record else {}))
     report["mutants"] = kept
     report_path.write_text(json.dumps(report), encoding="utf-8")  # mutation_report.write lays it out again
+    file_name = TARGETS[target][0]
+
+    def moved(found: re.Match) -> str:
+        # An id of this file no result moved to was classified for a line whose text has changed: the id may now
+        # name another mutant, which must not inherit the classification. Prefixed, it names none, and the
+        # report lists it among the stale classifications for a second look.
+        old_id = found.group(0)
+        if old_id in renamed or not old_id.startswith(f"{file_name}:"):
+            return renamed.get(old_id, old_id)
+        return f"{STALE_PREFIX}{old_id}"
+
     text = survivors_path.read_text(encoding="utf-8")
-    survivors_path.write_text(_ID.sub(lambda m: renamed.get(m.group(0), m.group(0)), text), encoding="utf-8")
+    survivors_path.write_text(_ID.sub(moved, text), encoding="utf-8")
     tried = {record["id"] for record in kept}
     return [m.id for ms in current.values() for m in ms if m.id not in tried]
 
