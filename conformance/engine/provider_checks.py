@@ -190,7 +190,7 @@ class Checker:
                      "a CountTokens request held a non-text block", where)
         if record.failure is not None:
             self.check_failure(record, where)
-        elif record.result is not None and record.probe is None:
+        elif record.result is not None:
             self.answer_checks[record.step.kind](record, where)  # a step kind with no entry is a suite defect
         # One finding per fact: an assertion that finds what an invariant of this step already reported
         # (the same requirement, verdict and words) adds nothing.
@@ -291,6 +291,10 @@ class Checker:
         request, reply = record.request, record.result
         prior, sections, budget = request["prior_sections"], reply["sections"], request["token_budget"]
         own = own_sections(record, self.compactor, self.manifest.name)
+        # After a schema probe the provider works by a config it coerced, which may have given its budget, its
+        # source or its way of reducing another meaning (R-CONFIG-OFF-SCHEMA): what its reply is made of is not
+        # judged against the budget or the fixture then, but its form is, as any reply's.
+        configured = record.probe is None
         # What it wrote this firing. A section it hands back exactly as it was sent (its own from an earlier
         # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given: no evidence of
         # how it writes sections.
@@ -302,22 +306,24 @@ class Checker:
                 self.add("P-SECTION-PROVIDER", all(s["provider"] == self.manifest.name for s in fresh),
                          f"its sections claim the names {sorted({s['provider'] for s in fresh})}, "
                          f"not its declared {self.manifest.name!r}", where)
-            if own:
+            if own and configured:
                 total = self.counting.total(record, own)
                 self.add("P-WITHIN-BUDGET", total <= budget, f"its sections count {total} against a budget of {budget}",
                          where)
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
-            self.check_repeated_firing(record, own, where)
+            if configured:
+                self.check_repeated_firing(record, own, where)
             self.check_declared_stability(fresh, where)
         else:
             self.check_compactor_names(prior, own, where)
-            if sections:
+            if sections and configured:
                 total = self.counting.total(record, sections)
                 self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}",
                          where)
             self.check_history_rewrite(request, reply, where)
-            self.note_reduction(record, prior, sections, budget)
+            if configured:
+                self.note_reduction(record, prior, sections, budget)
         # A compactor does not answer for a label it kept from the owner's section it rewrote, nor for a
         # stability some section it was sent carries (a summary may take its original's, under its own name
         # too): a kernel may keep another provider's unlabelled section (R-MISSING-LABEL).
@@ -332,7 +338,8 @@ class Checker:
             self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in fresh),
                      "a section holds a non-text block", where)
         self.check_tokens(fresh, record, where)
-        self.check_truncated(fresh, record, where)
+        if configured:
+            self.check_truncated(fresh, record, where)
 
     def check_declared_stability(self, fresh: list[dict], where: str) -> None:
         """R-SECTION-STABILITY-DECLARED: a provider that declares itself static (and is not a compactor) writes

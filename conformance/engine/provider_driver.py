@@ -171,8 +171,8 @@ def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest,
 
 # The firing after each probe: a prior section, and for a compactor a history longer than any kept tail, past
 # the threshold of any share of the ceiling, so that a value it stored is put to use. Its token_budget is the
-# default declared before the probe, which the probe's Configure may have made mean something else: only how
-# the firing fails is judged, never whether it fits (provider_checks.Checker.gave_up, R-CONFIG-OFF-SCHEMA).
+# default declared before the probe, which the probe's Configure may have made mean something else: the reply's
+# form is judged, never whether it fits (provider_checks.Checker.check_contribute and gave_up, R-CONFIG-OFF-SCHEMA).
 AFTER_PROBE = {"prior_sections": [{"label": "Earlier context", "text": "Keep answers short and cite the file."}]}
 AFTER_PROBE_HISTORY = {"history_tokens": 90, "model_target": {"id": "suite-model", "context_window": 200,
                                                               "effective_ceiling": 100},
