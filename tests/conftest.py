@@ -111,7 +111,8 @@ def _shared_folder(tmp_path_factory, config) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def scenario_cache(tmp_path_factory, request):
     """A passed property search is drawn once per run, by whichever worker or command line first needs it
-    (conformance.properties.runner.SCENARIO_CACHE); the tests of drawing itself unset it."""
+    (conformance.properties.runner.SCENARIO_CACHE). The test of the in-process replay unsets it, and
+    the benchmark's generation timings ignore it."""
     from conformance.properties.runner import SCENARIO_CACHE
     folder = _shared_folder(tmp_path_factory, request.config) / "scenarios"
     previous = os.environ.get(SCENARIO_CACHE)

@@ -185,6 +185,7 @@ def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_
     without hypothesis; at the first that fails hypothesis searches from the start, so the report is its own."""
     from conformance.engine.results import Finding
     from conformance.properties import runner
+    monkeypatch.delenv(runner.SCENARIO_CACHE, raising=False)  # this process's memory only: the first search draws
     monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
     pairs, run = _pairs()
     seen: list[list[dict]] = [[], [], []]
@@ -198,6 +199,7 @@ def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_
     assert seen[1] == seen[0] and len(seen[0]) == run.settings().max_examples and drawn == []
     assert (second.examples, second.exercised, second.failed) == (first.examples, first.exercised, {})
     monkeypatch.undo()
+    monkeypatch.delenv(runner.SCENARIO_CACHE, raising=False)
     monkeypatch.setattr(runner, "_PASSED_SEARCHES", {("pairs", "ci", None, run.settings().max_examples):
                                                           [*map(runner.pickle.dumps, seen[0])]})
     middle = seen[0][len(seen[0]) // 2]

@@ -172,4 +172,4 @@ def test_a_cases_verdicts_taken_in_one_pass_are_its_verdicts_one_by_one(findings
     case = CaseResult("c", "t", tuple(cited), findings=[Finding(r, passed, "m") for r, passed in findings],
                       error="broke" if error else None, skipped="why" if skipped else None)
     for requirement in ("K-BUDGET-REJECT", "K-DECLARATION-ORDER", "K-PRIOR-SECTIONS", "K-TIMEOUT"):
-        assert case.status_for(requirement) == _status_one_by_one(case, requirement)
+        assert case.statuses().get(requirement) == _status_one_by_one(case, requirement)

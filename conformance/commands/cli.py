@@ -310,18 +310,17 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _whole(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
-    return value
+def _at_least(minimum: int):
+    """A whole number of at least `minimum` (argparse turns the error into a usage error, exit 2)."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, got {text!r}")
+        return value
+    return parse
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
+_whole, _positive = _at_least(0), _at_least(1)
 
 
 def _kernel(args: argparse.Namespace) -> int:

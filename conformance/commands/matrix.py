@@ -79,9 +79,11 @@ def load(path: Path) -> tuple[str, list[Entry]]:
                 argv += [f"--{key}", str(item[key])]
         for name in item.get("env", ()):
             argv += ["--env", name]
-        argv += ["--profile", doc.get("profile", "ci")] if doc.get("properties", True) else ["--no-properties"]
-        if "shrink_work" in doc and doc.get("properties", True):
-            argv += ["--shrink-work", str(doc["shrink_work"])]
+        if doc.get("properties", True):
+            argv += ["--profile", doc.get("profile", "ci")]
+            argv += ["--shrink-work", str(doc["shrink_work"])] if "shrink_work" in doc else []
+        else:
+            argv += ["--no-properties"]
         entries.append(Entry(item["name"], item["role"], tuple(argv), item["target"], item.get("expect"), where))
     return doc.get("title", f"ctxconf matrix: {path.name}"), entries
 

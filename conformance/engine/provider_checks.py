@@ -294,7 +294,7 @@ class Checker:
         # After a schema probe the provider works by a config it coerced, which may have given its budget, its
         # source or its way of reducing another meaning (R-CONFIG-OFF-SCHEMA): what its reply is made of is not
         # judged against the budget or the fixture then, but its form is, as any reply's.
-        configured = record.probe is None
+        probed = record.probe is not None
         # What it wrote this firing. A section it hands back exactly as it was sent (its own from an earlier
         # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given: no evidence of
         # how it writes sections.
@@ -306,23 +306,23 @@ class Checker:
                 self.add("P-SECTION-PROVIDER", all(s["provider"] == self.manifest.name for s in fresh),
                          f"its sections claim the names {sorted({s['provider'] for s in fresh})}, "
                          f"not its declared {self.manifest.name!r}", where)
-            if own and configured:
+            if own and not probed:
                 total = self.counting.total(record, own)
                 self.add("P-WITHIN-BUDGET", total <= budget, f"its sections count {total} against a budget of {budget}",
                          where)
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
-            if configured:
+            if not probed:
                 self.check_repeated_firing(record, own, where)
             self.check_declared_stability(fresh, where)
         else:
             self.check_compactor_names(prior, own, where)
-            if sections and configured:
+            if sections and not probed:
                 total = self.counting.total(record, sections)
                 self.add("C-CHAIN-FITS", total <= budget, f"its whole chain counts {total} against a budget of {budget}",
                          where)
             self.check_history_rewrite(request, reply, where)
-            if configured:
+            if not probed:
                 self.note_reduction(record, prior, sections, budget)
         # A compactor does not answer for a label it kept from the owner's section it rewrote, nor for a
         # stability some section it was sent carries (a summary may take its original's, under its own name
@@ -338,7 +338,7 @@ class Checker:
             self.add("P-TEXT-ONLY", all(tokens.is_text_only(s["content"]) for s in fresh),
                      "a section holds a non-text block", where)
         self.check_tokens(fresh, record, where)
-        if configured:
+        if not probed:
             self.check_truncated(fresh, record, where)
 
     def check_declared_stability(self, fresh: list[dict], where: str) -> None:

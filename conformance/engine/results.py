@@ -121,9 +121,5 @@ class CaseResult:
             verdicts |= {r: ERROR for r in [*found, *self.requirements] if found.get(r, True)}
         return verdicts
 
-    def status_for(self, requirement: str) -> Status | None:
-        """This case's verdict on one requirement, or None if it says nothing of it."""
-        return self.statuses().get(requirement)
-
     def failures(self, requirement: str | None = None) -> list[Finding]:
         return [f for f in self.findings if not f.passed and requirement in (None, f.requirement)]
