@@ -18,7 +18,7 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles,
-                                                  ReadsFirstGlobMatch)
+                                                  NotesAnUnusableConfig, ReadsFirstGlobMatch)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -153,25 +153,12 @@ class AcceptsMissingSource(FileReader):
 
 
 @mutant("P-TOKENS-COUNTTOKENS")
-class NotesAnUnusableConfig(FileReader):
-    """Takes a root or path that is no string instead of refusing it, and serves in place of the file a note
-    saying so, whose figure it estimates itself (four characters a token) where its file sections ask
-    CountTokens: only a firing after a schema probe shows it."""
+class EstimatesItsConfigNote(NotesAnUnusableConfig):
+    """The note NotesAnUnusableConfig serves after a root or path that is no string, its figure estimated (four
+    characters a token) where its file sections ask CountTokens: only a firing after a schema probe shows it."""
 
-    def configure(self, request, call):
-        config = request.get("config") or {}
-        self.note = None
-        given = [config[key] for key in ("root", "path") if config.get(key) is not None]
-        if len(given) == 2 and not all(isinstance(value, str) for value in given):  # one left out is still refused
-            self.path, self.note = None, "The configured file could not be read: its root or path is no string."
-            return {}
-        return super().configure(request, call)
-
-    def contribute(self, request, call):
-        if getattr(self, "note", None) is None:
-            return super().contribute(request, call)
-        prior = request["request"].get("prior_sections", [])
-        return {"sections": [*prior, self.section("config", self.note, len(self.note) // 4, False)]}
+    def note_section(self, call, request: dict) -> dict:
+        return self.section("config", self.NOTE, len(self.NOTE) // 4, False)
 
 
 @mutant("P-CONFIGURE-REJECT")

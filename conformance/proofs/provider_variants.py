@@ -373,6 +373,30 @@ class CompactorOffWithoutThreshold(Compactor):
         return super().configure(request, call)
 
 
+@variant("takes a root or path that is no string instead of refusing it, and serves in place of the file a "
+         "note saying so (one left out is still refused)", "R-CONFIG-OFF-SCHEMA")
+class NotesAnUnusableConfig(FileReader):
+    NOTE = "The configured file could not be read: its root or path is no string."
+
+    def configure(self, request, call):
+        config = request.get("config") or {}
+        self.noting = False
+        given = [config[key] for key in ("root", "path") if config.get(key) is not None]
+        if len(given) == 2 and not all(isinstance(value, str) for value in given):
+            self.path, self.noting = None, True
+            return {}
+        return super().configure(request, call)
+
+    def contribute(self, request, call):
+        if not getattr(self, "noting", False):
+            return super().contribute(request, call)
+        req = request["request"]
+        return {"sections": [*req.get("prior_sections", []), self.note_section(call, req)]}
+
+    def note_section(self, call, request: dict) -> dict:
+        return self.section("config", self.NOTE, self.counter(call, request)(text_block(self.NOTE)), False)
+
+
 @variant("declares root and path optional without a default, so a kernel sends \"\" for one left out, and refuses "
          "the config when the file they then name does not resolve", "R-OPTIONAL-ATTRIBUTE")
 class OptionalRootAndPath(FileReader):
