@@ -32,6 +32,8 @@ class StdioBinding:
         self.broken = False
         self.closing_note: str | None = None  # set by close() when the implementation had to be killed
         self.suite_seconds = no_suite_time
+        # Every message is checked: the yes/no of its kind, looked up once here rather than on each message.
+        self._valid = {kind: schemas.is_valid(f"{schema}#/$defs/{kind}") for kind in ("Callback", "Reply")}
 
     def start(self) -> dict:
         self.process.start()
@@ -74,11 +76,10 @@ class StdioBinding:
                 continue
             remaining -= time.monotonic() - waited
             kind = "Callback" if "cb" in message else "Reply"  # FromShim is one of the two
-            found = schemas.problems(f"{self.schema}#/$defs/{kind}", message)
-            if found:
-                field, problem = found[0]
+            if not self._valid[kind](message):
+                field, problem = schemas.problems(f"{self.schema}#/$defs/{kind}", message)[0]
                 raise HarnessError(f"during {op}: malformed message at {field}: {problem}: {str(message)[:200]}")
-            if "cb" in message:
+            if kind == "Callback":
                 self.process.send({"cb": message["cb"], **self._answer(on_callback, message)})
                 continue
             if message["id"] != request_id:

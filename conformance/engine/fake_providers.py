@@ -17,13 +17,19 @@ class FakeProviders:
     def __init__(self, scenario: KernelScenario):
         self.scenario = scenario
         self.turn: Turn | None = None
-        self._sections: dict[tuple[int, int, int], bytes] = {}
+        self._sections: dict[tuple[int, int, int], tuple] = {}
+        self._replies: dict[tuple[int, int, int, bytes], tuple] = {}
+        self._by_name: dict[str, FakeProvider] = {}
+        for fake in scenario.providers:  # the first of a name answers for it, as the kernel's config lists them
+            self._by_name.setdefault(fake.name, fake)
 
     def answer(self, call: str, provider: str | None, request: dict) -> dict:
         """The result for one callback, or CallFailed / Hang."""
         if call == "CountTokens":
             return self._count_tokens(request)
-        fake = self._find(provider)
+        fake = self._by_name.get(provider)
+        if fake is None:
+            raise CallFailed("NOT_FOUND", f"no provider named {provider!r} was declared")
         if call == "GetCapabilities":
             return {"capabilities": copy.deepcopy(fake.capabilities)}
         if call == "Configure":
@@ -46,12 +52,6 @@ class FakeProviders:
             entry = self._sections[key] = (spec, fake, model,
                                            forms.keep(shorthand.section(spec, fake.name, fake.stability, model.count)))
         return forms.fresh(entry[3])
-
-    def _find(self, name: str | None) -> FakeProvider:
-        for fake in self.scenario.providers:
-            if fake.name == name:
-                return fake
-        raise CallFailed("NOT_FOUND", f"no provider named {name!r} was declared")
 
     def _count_tokens(self, request: dict) -> dict:
         """The model providers' own CountTokens, found as a kernel's model registry finds them: by the
@@ -87,7 +87,20 @@ class FakeProviders:
                              forms.normalize("ContextError", context_error) if context_error else None,
                              error.get("details"))
         model = self.scenario.model(self.turn.input["model"]) if self.turn else self.scenario.models[0]
+        # A kernel that carries the chain across turns hands a provider its own earlier sections
+        # (R-FIRING-STARTS-EMPTY): the script says what it contributes this firing, so it replaces them.
+        prior = [] if "chain" in action or "delta" in action else [
+            s for s in request.get("prior_sections", []) if fake.compactor or s.get("provider") != fake.name]
+        # The reply is a function of the script's entry, the provider, the model and that prior chain alone, and
+        # the same one recurs firing after firing: it is made once and copied after (as _section's sections are).
+        # The cache lives as long as the case, whose recorder keeps every request anyway.
+        key = (id(action), id(fake), id(model), forms.keep(prior))
+        entry = self._replies.get(key)
+        if entry is None or entry[0] is not action or entry[1] is not fake or entry[2] is not model:
+            entry = self._replies[key] = (action, fake, model, forms.keep(self._reply(fake, action, model, prior)))
+        return forms.fresh(entry[3])
 
+    def _reply(self, fake: FakeProvider, action: dict, model, prior: list[dict]) -> dict:
         def make(specs: list[dict]) -> list[dict]:
             return [self._section(s, fake, model) for s in specs]
 
@@ -96,9 +109,6 @@ class FakeProviders:
         elif "delta" in action:
             sections = make(action["delta"])
         else:
-            # A kernel that carries the chain across turns hands a provider its own earlier sections
-            # (R-FIRING-STARTS-EMPTY): the script says what it contributes this firing, so it replaces them.
-            prior = [s for s in request.get("prior_sections", []) if fake.compactor or s.get("provider") != fake.name]
             sections = _rework(prior, action, model.count)
             if "insert" in action:
                 at = action["insert"]["index"]
