@@ -158,6 +158,14 @@ def test_truncated_follows_what_the_text_settles_and_accepts_what_it_leaves_open
     assert bool(provider_checks._truncation_problems(own, CONVENTIONS)) is failing
 
 
+@pytest.mark.parametrize("held_whole", [True, False])
+def test_a_stripped_whole_may_say_truncated_only_under_a_budget_too_small_for_the_file(held_whole):
+    source = "+++\ntitle = 'x'\n+++\n\nUse make.\n"
+    stripped, written = [section("Use make.", True)], [section(source, True)]
+    assert bool(provider_checks._truncation_problems(stripped, source, (), held_whole)) is held_whole
+    assert provider_checks._truncation_problems(written, source, (), held_whole)  # the file as written: never
+
+
 @pytest.mark.parametrize("name", ["NeverTruncated", "AlwaysTruncated"])
 def test_the_truncated_mutants_are_still_caught(name, provider_vectors, tmp_path):
     vectors = [v for v in provider_vectors if v.id.startswith("provider/budget/file-")]

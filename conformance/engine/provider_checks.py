@@ -22,7 +22,7 @@ COVERS = frozenset({
     "P-SECTION-LABEL", "P-SECTION-PROVIDER", "P-SECTION-STABILITY", "P-TEXT-ONLY", "P-WITHIN-BUDGET",
     "P-TOKENS-COUNTTOKENS", "P-COUNTTOKENS-TEXT-ONLY", "P-ERROR-CATEGORIZED", "P-CONTEXT-ERROR-FIELDS",
     "P-ERROR-CODE", "P-ERROR-NOT-UNKNOWN", "P-TRUNCATED-FLAG", "C-CHAIN-FITS", "C-SUMMARIZE", "C-REWRITTEN-HISTORY-TEXT",
-    "C-REWRITTEN-HISTORY-MESSAGES", "P-SECTION-STABILITY-DECLARED",
+    "C-REWRITTEN-HISTORY-MESSAGES", "P-SECTION-STABILITY-DECLARED", "P-STATIC-SECTION-HOLDS",
 })
 REQUIRED_OPS = ("get_capabilities", "configure", "contribute", "describe")
 SUMMARY_ROOM = 20  # tokens: below this, a budget may leave no room for any summary (R-SUMMARIZE-EVIDENCE)
@@ -61,6 +61,12 @@ def schema_gaps(schema: dict, config: dict) -> list[str]:
 def _kept(section: dict, prior: list[dict], field: str) -> bool:
     """Whether a prior section of the same provider has this section's value of field."""
     return (section["provider"], section[field]) in {(p["provider"], p[field]) for p in prior}
+
+
+def _worded_out(section: dict) -> dict:
+    """A section with the words of its text blocks replaced by their shape (length, word count)."""
+    return {**section, "content": [{"shape": [len(t := tokens.text_of([block])), len(t.split())]} if "text" in block
+                                   else block for block in section["content"]]}
 
 
 def _chain_texts(chain: list[dict]) -> tuple:
@@ -178,6 +184,9 @@ class Checker:
         self.served: list[dict] | None = None
         self.said_unavailable = False
         self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
+        # R-STATIC-SECTION-HOLDS: per input but the words of its dynamic prior sections, and per provider and label
+        # of a section it marked static: that section's texts, per whole input, firing after firing.
+        self.static_texts: dict[tuple, dict[str, list[tuple]]] = {}
         self.configured = False  # R-COMPACTOR-MUST-FIT: the case's last Configure took the config it was sent
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
@@ -315,7 +324,9 @@ class Checker:
             if not probed:
                 self.check_repeated_firing(record, own, where)
             self.check_declared_stability(fresh, where)
-        else:
+        if not probed:
+            self.check_static_holds(record, fresh, where)
+        if self.compactor:
             self.check_compactor_names(prior, own, where)
             if sections and not probed:
                 total = self.counting.total(record, sections)
@@ -353,6 +364,38 @@ class Checker:
             self.add("P-SECTION-STABILITY-DECLARED", not dynamic, f"it declares STABILITY_STATIC, yet marks its "
                      f"sections {dynamic} dynamic: a static plugin's content stays the same for the session, and "
                      "the kernel placed it by that declaration (R-SECTION-STABILITY-DECLARED)", where)
+
+    def check_static_holds(self, record: StepRecord, fresh: list[dict], where: str) -> None:
+        """R-STATIC-SECTION-HOLDS: a section marked static says its content stays the same for the session, so
+        it does not follow content that may change. Shown by two firings whose inputs differ only in the words
+        of prior sections not marked static (their sizes, figures and flags the same, so no budget pressure
+        differs), where the section it wrote under one provider and label differs, while that same first input
+        repeated gave it unchanged (a provider that writes anew each time, an LLM summarizer say, shows
+        nothing). A section handed back as it was sent is its owner's (not `fresh`)."""
+        static: dict[tuple, list[str]] = {}
+        for section in fresh:
+            if section["stability"] == "STABILITY_STATIC":
+                static.setdefault((section["provider"], section["label"]), []).append(tokens.text_of(section["content"]))
+        if not static:
+            return
+        request = record.request
+        rest = json.dumps({k: v for k, v in request.items() if k not in ("turn_id", "prior_sections")}, sort_keys=True)
+        prior = request["prior_sections"]
+        shaped = json.dumps([p if p["stability"] == "STABILITY_STATIC" else _worded_out(p) for p in prior],
+                            sort_keys=True)
+        whole = json.dumps(prior, sort_keys=True)
+        for name, texts in static.items():
+            seen = self.static_texts.setdefault((record.source_text, tuple(record.other_texts), rest, shaped, name), {})
+            seen.setdefault(whole, []).append(tuple(texts))
+            steady = {key: runs[0] for key, runs in seen.items() if len(runs) > 1 and len(set(runs)) == 1}
+            compared = [(text, run) for key, text in steady.items() for other, runs in seen.items() if other != key
+                        for run in runs]
+            if compared:
+                moved = any(run != text for text, run in compared)
+                self.add("P-STATIC-SECTION-HOLDS", not moved, f"its section {name[1]!r} ({name[0]}), marked static, "
+                         "changed when only the words of a dynamic prior section did, though the same firing repeated "
+                         "gave it unchanged: its content follows content that may change, which static says it "
+                         "does not (R-STATIC-SECTION-HOLDS)", where)
 
     def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
@@ -396,8 +439,17 @@ class Checker:
         """R-TRUNCATED-UNIT on every reply of a file reader that read its fixture (what it returns comes
         from that file, so the flag can be judged against it)."""
         if own and not self.compactor and self.manifest.reads_files and record.source_text is not None:
-            problems = _truncation_problems(own, record.source_text, record.other_texts)
+            problems = _truncation_problems(own, record.source_text, record.other_texts, self.held_whole(record))
             self.add("P-TRUNCATED-FLAG", not problems, "; ".join(problems), where)
+
+    def held_whole(self, record: StepRecord) -> bool:
+        """Whether the budget held the whole source as written, in any split of it into blocks at its lines: what
+        was left out of it then was stripped, not cut to fit (R-TRUNCATED-UNIT). Otherwise a reader that keeps,
+        say, TOML front matter as content may have dropped it for the budget, and says truncated rightly."""
+        source = record.source_text or ""
+        lines = sum(1 for line in source.splitlines() if line.strip())
+        count = self.counting.for_target(record, [{"text": {"text": source}}])
+        return count + tokens.BLOCK_SEPARATOR_TOKENS * lines <= record.request["token_budget"]
 
     def check_placement(self, prior: list[dict], sections: list[dict], where: str) -> None:
         found = placement(prior, sections, self.manifest.name)
@@ -475,21 +527,27 @@ def one_scenario(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.passed or not (f.requirement == "C-SUMMARIZE" and f.where.endswith(SUMMARY_WHERE))]
 
 
-def _truncation_problems(own: list[dict], source: str | None, others: list[str] = ()) -> list[str]:
+def _truncation_problems(own: list[dict], source: str | None, others: list[str] = (),
+                         held_whole: bool = True) -> list[str]:
     """R-TRUNCATED-UNIT, whitespace aside: sections that together hold the whole source say nothing
     was cut; a section that is one verbatim run of the source starting or ending inside a line says
     it was cut. Anything else may say either: whole lines (only the provider knows whether its unit is
     the file or a part), a selection of lines from several places, or words of its own (a summary).
     The source is taken as it was written and in each stripped form a provider may return
-    (R-TRUNCATED-UNIT: stripping authoring artifacts cuts nothing down). A section that is whole lines of
+    (R-TRUNCATED-UNIT: stripping authoring artifacts cuts nothing down), the stripped forms only where the
+    budget held the source as written (`held_whole`): under a smaller one, what a stripped form leaves out
+    may have been dropped to fit by a provider that reads it as content. A section that is whole lines of
     another fixture file (a JIT reader's narrower file) is one of the "anything else"."""
     forms = _line_forms(source or "")
     every_form = forms + [lines for other in others for lines in _line_forms(other)]
     texts = [_flat(" ".join(tokens.texts_of(s["content"]))) for s in own]
-    if own and any(" ".join(texts) == " ".join(lines) for lines in forms):
+    whole = " ".join(texts)
+    if own and (whole == " ".join(forms[0]) or held_whole and any(whole == " ".join(lines) for lines in forms)):
         return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
-                + (" (its authoring artifacts stripped)" if " ".join(texts) != " ".join(forms[0]) else "")
+                + (" (its authoring artifacts stripped)" if whole != " ".join(forms[0]) else "")
                 for s in own if s["truncated"]]
+    if own and any(whole == " ".join(lines) for lines in forms):
+        return []  # the whole source but for what a stripping leaves out, under a budget too small for it all
     return [f"section {s['label']!r} is a piece of its source cut inside a line, but says truncated false"
             for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, forms, every_form)]
 
@@ -857,8 +915,8 @@ PROVIDER = Language({
                           ["the reply is a delta: none of the prior sections"]),
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] is not Placement.MOVED else
                               ["the prior sections are not an untouched prefix"]),
-    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(seen["own"], seen["source_text"],
-                                                                                 seen["record"].other_texts)),
+    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(
+        seen["own"], seen["source_text"], seen["record"].other_texts, checker.held_whole(seen["record"]))),
     "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote

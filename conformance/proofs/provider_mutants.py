@@ -739,6 +739,15 @@ class CompactorTemplateSummaries(Compactor):
         return "summarized."
 
 
+@mutant("P-STATIC-SECTION-HOLDS")
+class MergedTakesFirstStability(Compactor):
+    """Its last-resort merge takes the stability of the first section it merges, static as often as not,
+    though the merged section holds a line of every section, the dynamic ones too."""
+
+    def merged(self, prior, budget, count):
+        return [{**s, "stability": prior[0]["stability"]} for s in super().merged(prior, budget, count)]
+
+
 @mutant("C-CHAIN-FITS")
 class CompactorStopsEarly(Compactor):
     """Summarizes once and returns the result whether or not it fits."""

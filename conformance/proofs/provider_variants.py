@@ -435,6 +435,23 @@ class CompactorRefusesZeroBudget(Compactor):
         return super().contribute(request, call)
 
 
+@variant("merges, as a last resort, its static sections into a static section of its own and the others "
+         "apart into a dynamic one", "R-STATIC-SECTION-HOLDS")
+class MergesStaticApart(Compactor):
+    STATIC_LABEL = "Compacted static context"
+
+    def merged(self, prior, budget, count):
+        static = [s for s in prior if s["stability"] == "STABILITY_STATIC"]
+        others = [s for s in prior if s["stability"] != "STABILITY_STATIC"]
+        if not static or not others:
+            return super().merged(prior, budget, count)
+        # The static part first, by the budget alone, so that it reads the same whatever the others say.
+        kept = [{**s, "label": self.STATIC_LABEL, "stability": "STABILITY_STATIC"}
+                for s in super().merged(static, budget, count)]
+        left = budget - sum(s["tokens"] for s in kept)
+        return kept + (super().merged(others, left, count) if left > 0 else [])
+
+
 class AppendsStatus(Compactor):
     """A compactor that adds a status section of its own after the chain: fit_chain fits the prior chain to the
     budget the status leaves (the status is left out when not even it fits). Its mutants in provider_mutants

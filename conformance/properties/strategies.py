@@ -843,9 +843,28 @@ def provider_scenarios(draw, share: int | None = DEFAULT_SHARE, own_name: str = 
     large = draw(swarm("provider", share)) if switched is None else switched
     calls = draw(PROVIDER["steps"].strategy("steps" in large))
     steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests(large, own_name))} for _ in range(calls)]
+    if calls >= 3 and draw(st.integers(0, 2)) == 0:  # R-STATIC-SECTION-HOLDS: the last three firings one
+        first = steps[calls - 2]["contribute"]         # request, then the same again, then reworded
+        steps[calls - 1:] = [{"contribute": copy.deepcopy(first)}, {"contribute": _reworded(first)}]
     source = draw(large_fixtures() if "source" in large else fixture_texts())
     return {"id": "provider/property/generated", "title": "A generated provider scenario", "requirements": [],
             "files": {SOURCE_NAME: source, **draw(_nested_fixtures)}, "steps": steps}
+
+
+_NEXT_LETTER = str.maketrans("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                             "bcdefghijklmnopqrstuvwxyzaBCDEFGHIJKLMNOPQRSTUVWXYZA")
+
+
+def _reworded(request: dict) -> dict:
+    """The request with other words in its dynamic prior sections, letter for letter (a to b, z to a): every
+    length, word count, byte count and figure stays, so a provider's budget presses just as hard."""
+    request = copy.deepcopy(request)
+    for section in request["prior_sections"]:
+        if section.get("stability") == "STABILITY_DYNAMIC":
+            for block in section["content"]:
+                if isinstance(block.get("text"), str):
+                    block["text"] = block["text"].translate(_NEXT_LETTER)
+    return request
 
 
 # Files named like the source in folders the requests' files_touched name (strategies.files_touched), for a
