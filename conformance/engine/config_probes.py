@@ -4,7 +4,8 @@ declares, so that any provider is probed with its own attribute names (ruling R-
 For every attribute: a value of each JSON kind other than the one its type maps to (a number for a string, a
 string for a number, a list, an object, a bool, null), and values of its own kind a provider may find out of range
 (an empty string, a path leaving its directory, a negative or huge number, a list or map of the wrong items);
-each sent in the manifest's config in place of the attribute's own value. Then no config at all. Whatever the
+each sent in the manifest's config in place of the attribute's own value. Then the manifest's config without each
+optional attribute it sets, one at a time (a kernel leaves out what agent.hcl does not set), and no config at all. Whatever the
 provider makes of one, it either takes it (a value it chooses to coerce) or fails with a categorized error; a crash
 or an uncategorized failure is P-ERROR-CATEGORIZED's finding.
 """
@@ -53,7 +54,7 @@ def _odd_values(attribute: dict, value) -> list:
 
 def wrong_values(schema: dict, config: dict) -> list[ConfigProbe]:
     """Each attribute of the schema with each value off its type or out of its range, the rest of the
-    manifest's config as it is; then no config at all."""
+    manifest's config as it is; then that config without each optional attribute it sets; then no config at all."""
     probes = []
     for attribute in schema.get("attributes") or []:
         name = attribute.get("name")
@@ -62,5 +63,7 @@ def wrong_values(schema: dict, config: dict) -> list[ConfigProbe]:
         own = KIND_OF_TYPE.get(attribute.get("type"))
         values = [v for kind, v in OF_KIND.items() if kind != own] + _odd_values(attribute, config.get(name))
         probes += [ConfigProbe(f"{name} = {json.dumps(v)}", {**config, name: v}) for v in values]
+    optional = [a["name"] for a in schema.get("attributes") or [] if a.get("name") in config and not a.get("required")]
+    probes += [ConfigProbe(f"no {name}", {k: v for k, v in config.items() if k != name}) for name in optional]
     return probes + [ConfigProbe("no config at all", NO_CONFIG)]
 

@@ -235,6 +235,18 @@ class CompactorStoresAnyThreshold(Compactor):
         return super().history_due(req)
 
 
+@mutant("P-ERROR-CATEGORIZED", also=["P-CONTEXT-ERROR-FIELDS"])
+class CompactorNeedsItsOptionalThreshold(Compactor):
+    """Takes history_threshold_percent's default only when it is sent no config at all: a config that leaves
+    the optional attribute out fails with a bare internal status, as the KeyError reading it would surface."""
+
+    def configure(self, request, call):
+        config = request.get("config")
+        if config is not None and "history_threshold_percent" not in config:
+            raise CallFailed("INTERNAL", "KeyError: 'history_threshold_percent'")
+        return super().configure(request, call)
+
+
 # --- the chain ------------------------------------------------------------------------------
 
 @mutant("P-OWN-SECTIONS-ONLY")
