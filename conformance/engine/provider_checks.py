@@ -179,8 +179,8 @@ class Checker:
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
         self.pieces: list[list[tuple]] = []  # per such reply, what it wrote in place of what: (original, residue)
-        # R-EAGER-SOURCE: what it last served while its source could be read, and whether it has said the
-        # source was unavailable (which shows it reads the source when called).
+        # R-EAGER-SOURCE: what it last served while its source could be read (since the last Configure), and
+        # whether it has ever said the source was unavailable (which shows it reads the source when called).
         self.served: list[dict] | None = None
         self.said_unavailable = False
         self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
@@ -420,10 +420,12 @@ class Checker:
 
     def note_configure(self, record: StepRecord) -> None:
         """What a Configure (a probe's too) changes for the steps after it: the provider is a new input, so the
-        firings it answered before are forgotten (R-EVERY-FIRING-WHOLE); and it has a configuration it took
+        firings it answered before are forgotten (R-EVERY-FIRING-WHOLE), and so is what it served before (an
+        eager reader reads its source again at Configure, R-EAGER-SOURCE); and it has a configuration it took
         only when the Configure succeeded (R-COMPACTOR-MUST-FIT)."""
         if record.step.kind == "configure":
             self.contributed.clear()
+            self.served = None
             self.configured = record.result is not None
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
