@@ -335,11 +335,14 @@ class Checker:
             self.check_history_rewrite(request, reply, where)
             if not probed:
                 self.note_reduction(record, prior, sections, budget)
-        # A compactor does not answer for a label it kept from the owner's section it rewrote, nor for a
-        # stability some section it was sent carries (a summary may take its original's, under its own name
-        # too): a kernel may keep another provider's unlabelled section (R-MISSING-LABEL).
-        labelled = [s for s in fresh if not (self.compactor and _kept(s, prior, "label"))]
-        stable = [s for s in fresh if not (self.compactor and s["stability"] in {p["stability"] for p in prior})]
+        # A compactor does not answer for a missing label it kept from the owner's section it rewrote, nor for a
+        # missing stability some section it was sent carries (a summary may take its original's, under its own
+        # name too): a kernel may keep another provider's unlabelled section (R-MISSING-LABEL). A label or a
+        # stability it kept that is there is judged, and passes: a compactor that rewrites each section under
+        # its owner's name and label writes sections as much as one that writes its own.
+        labelled = [s for s in fresh if s["label"] or not (self.compactor and _kept(s, prior, "label"))]
+        stable = [s for s in fresh if s["stability"] in STABILITIES
+                  or not (self.compactor and s["stability"] in {p["stability"] for p in prior})]
         if labelled:
             self.add("P-SECTION-LABEL", all(s["label"] for s in labelled), "a section has no label", where)
         if stable:
@@ -504,7 +507,8 @@ class Checker:
         none did. The warning stands only if no case of the run summarized (judge_over_run)."""
         if self.compactor and self.reductions:
             self.add("C-SUMMARIZE", any(self.reductions), f"none of its {len(self.reductions)} reduction(s) of an "
-                     "over-budget chain summarized anything: it only cut or dropped (R-SUMMARIZE-EVIDENCE)", SUMMARY_WHERE)
+                     "over-budget chain summarized anything: it only cut, dropped, or wrote words that do not depend on "
+                     "the content (R-SUMMARIZE-EVIDENCE)", SUMMARY_WHERE)
 
 
 SUMMARY_WHERE = "the case's reductions"  # where check_summaries' findings are made, to tell them apart
@@ -940,5 +944,6 @@ PROVIDER = Language({
     "rewrites_history": _reply(lambda want, seen, checker: [] if seen["rewrites"] is want else
                                [f"rewritten_history present: {seen['rewrites']}"]),
     "summarizes": _reply(lambda want, seen, checker: _not_yet() if not checker.reductions else [] if any(
-        checker.reductions) else [f"none of its {len(checker.reductions)} reduction(s) so far summarized anything"]),
+        checker.reductions) else [f"none of its {len(checker.reductions)} reduction(s) so far summarized anything (it cut, dropped, "
+                                  "or wrote words that do not depend on the content)"]),
 })

@@ -751,6 +751,14 @@ class CompactorTemplateSummaries(Compactor):
         return "summarized."
 
 
+@mutant("P-SECTION-LABEL")
+class CompactorBlanksLabels(Compactor):
+    """Writes each summary without a label, as a rewrite that builds a new section from the text alone would."""
+
+    def summarized(self, section, kept, count):
+        return {**super().summarized(section, kept, count), "label": ""}
+
+
 @mutant("P-STATIC-SECTION-HOLDS")
 class MergedTakesFirstStability(Compactor):
     """Its last-resort merge takes the stability of the first section it merges, static as often as not,

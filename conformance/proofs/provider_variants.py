@@ -435,6 +435,16 @@ class CompactorRefusesZeroBudget(Compactor):
         return super().contribute(request, call)
 
 
+@variant("summarizes each section under its owner's name, label and stability and never writes one of its own: "
+         "where the shortest summaries do not fit, it drops sections from the end", "context/data-types.md#ordering--chaining")
+class SummarizesUnderOwners(Compactor):
+    def merged(self, prior, budget, count):
+        chain = [self.summarized(s, 1, count) for s in prior]
+        while chain and self.total(chain, count) > budget:
+            chain.pop()
+        return chain
+
+
 @variant("merges, as a last resort, its static sections into a static section of its own and the others "
          "apart into a dynamic one", "R-STATIC-SECTION-HOLDS")
 class MergesStaticApart(Compactor):
