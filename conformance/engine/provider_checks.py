@@ -64,9 +64,9 @@ def _kept(section: dict, prior: list[dict], field: str) -> bool:
 
 
 def _worded_out(section: dict) -> dict:
-    """A section with the words of its text blocks replaced by their shape (length, word count)."""
+    """A section (or a message) with the words of its text blocks replaced by their shape (length, word count)."""
     return {**section, "content": [{"shape": [len(t := tokens.text_of([block])), len(t.split())]} if "text" in block
-                                   else block for block in section["content"]]}
+                                   else block for block in section.get("content", [])]}
 
 
 def _chain_texts(chain: list[dict]) -> tuple:
@@ -382,13 +382,16 @@ class Checker:
         if not static:
             return
         request = record.request
-        rest = json.dumps({k: v for k, v in request.items() if k not in ("turn_id", "prior_sections")}, sort_keys=True)
-        prior = request["prior_sections"]
-        shaped = json.dumps([p if p["stability"] == "STABILITY_STATIC" else _worded_out(p) for p in prior],
-                            sort_keys=True)
-        whole = json.dumps(prior, sort_keys=True)
+        rest = json.dumps({k: v for k, v in request.items() if k not in ("turn_id", "prior_sections",
+                                                                         "conversation_history")}, sort_keys=True)
+        prior, history = request["prior_sections"], request.get("conversation_history", [])
+        # The conversation changes turn to turn as a dynamic section does: its words are shaped out too.
+        shaped = json.dumps([[p if p["stability"] == "STABILITY_STATIC" else _worded_out(p) for p in prior],
+                             [_worded_out(m) for m in history]], sort_keys=True)
+        whole = json.dumps([prior, history], sort_keys=True)
         for name, texts in static.items():
-            seen = self.static_texts.setdefault((record.source_text, tuple(record.other_texts), rest, shaped, name), {})
+            seen = self.static_texts.setdefault((record.source_text, tuple(record.other_texts), record.counting_off,
+                                                 rest, shaped, name), {})
             seen.setdefault(whole, []).append(tuple(texts))
             steady = {key: runs[0] for key, runs in seen.items() if len(runs) > 1 and len(set(runs)) == 1}
             compared = [(text, run) for key, text in steady.items() for other, runs in seen.items() if other != key
