@@ -141,6 +141,8 @@ def section(text: str, truncated: bool, label: str = "S") -> dict:
     # a verbatim piece cut inside a line, with or without a mark of the cut: true
     (["# Conventions\n\nUse four spaces for"], False, True),
     (["# Conventions\n\nUse four spaces for …"], False, True),
+    (["# Conventions\n\nUse four spaces for [truncated]"], False, True),
+    (["# Conventions\n\nUse four spaces for (cut)"], True, False),
     (["#"], False, True),
     (["#"], True, False),
     # whole lines, consecutive or from several places: either

@@ -31,7 +31,8 @@ STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
 # (default_token_budget, config_schema) may change, after a Configure for instance.
 STATIC_CAPABILITIES = ("stability", "compactor")
 ATTRIBUTE_TYPES = frozenset(config_probes.KIND_OF_TYPE)  # config.v1.AttrType
-CUT_MARK = re.compile(r"\s*(…|\.\.\.|\[\.\.\.\])$")  # what a provider may put where it cut its text
+# What a provider may put where it cut its text: an ellipsis, or a short note in brackets ("[...]", "[truncated]").
+CUT_MARK = re.compile(r"\s*(…|\.\.\.|[\[(][^\[\]()]{0,24}[\])])$")
 
 
 def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Finding]:

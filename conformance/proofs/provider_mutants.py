@@ -420,6 +420,20 @@ class NeverTruncated(FileReader):
 
 
 @mutant("P-TRUNCATED-FLAG")
+class MarksTheCutInTheText(FileReader):
+    """Says where it cut in the text itself, " [truncated]" at the end, and leaves the flag false."""
+
+    MARK = " [truncated]"
+
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, max(budget - count(text_block(self.MARK)), 0), count)
+        if section is None or not section["truncated"]:
+            return super().own_section(text, budget, count)
+        marked = tokens.text_of(section["content"]) + self.MARK
+        return self.section(self.label, marked, count(text_block(marked)), False)
+
+
+@mutant("P-TRUNCATED-FLAG")
 class AlwaysTruncated(FileReader):
     """Always sets truncated."""
 
