@@ -372,8 +372,8 @@ class Checker:
     def check_static_holds(self, record: StepRecord, fresh: list[dict], where: str) -> None:
         """R-STATIC-SECTION-HOLDS: a section marked static says its content stays the same for the session, so
         it does not follow content that may change. Shown by two firings whose inputs differ only in the words
-        of prior sections not marked static (their sizes, figures and flags the same, so no budget pressure
-        differs), where the section it wrote under one provider and label differs, while that same first input
+        of prior sections not marked static and of the conversation (their sizes, figures and flags the same, so
+        no budget pressure differs), since the last Configure, where the section it wrote under one provider and label differs, while that same first input
         repeated gave it unchanged (a provider that writes anew each time, an LLM summarizer say, shows
         nothing). A section handed back as it was sent is its owner's (not `fresh`)."""
         static: dict[tuple, list[str]] = {}
@@ -400,9 +400,9 @@ class Checker:
             if compared:
                 moved = any(run != text for text, run in compared)
                 self.add("P-STATIC-SECTION-HOLDS", not moved, f"its section {name[1]!r} ({name[0]}), marked static, "
-                         "changed when only the words of a dynamic prior section did, though the same firing repeated "
-                         "gave it unchanged: its content follows content that may change, which static says it "
-                         "does not (R-STATIC-SECTION-HOLDS)", where)
+                         "changed when only the words of a dynamic prior section or of the conversation did, though the "
+                         "same firing repeated gave it unchanged: its content follows content that may change, which "
+                         "static says it does not (R-STATIC-SECTION-HOLDS)", where)
 
     def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
@@ -433,6 +433,7 @@ class Checker:
         if record.step.kind == "configure":
             self.contributed.clear()
             self.served = None
+            self.static_texts.clear()  # another config may rightly write other static sections (R-STATIC-SECTION-HOLDS)
             self.configured = record.result is not None
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
