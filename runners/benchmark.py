@@ -283,8 +283,9 @@ def property_timings(scenarios: int) -> list:
     """Each scenario's ScenarioTiming, from the kernel property tests on the reference kernel in-process
     (ci profile: a fixed seed, so every run times the same scenarios)."""
     from conformance.engine.connection import Connection
-    from conformance.properties.runner import SCENARIO_CACHE, PropertyRun, kernel_property
-    os.environ.pop(SCENARIO_CACHE, None)  # drawn here, not played back from another process's search
+    from conformance.data.disk_cache import ENV
+    from conformance.properties.runner import PropertyRun, kernel_property
+    os.environ.pop(ENV, None)  # drawn here, not played back from another process's search
     run = PropertyRun(profile="ci", examples=scenarios, shrink=False, timings=[])
     with Connection(lambda: PythonBinding("conformance.reference.kernel:create", KERNEL_PROTOCOL, 10)) as connection:
         kernel_property(connection, run)

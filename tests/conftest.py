@@ -109,19 +109,19 @@ def _shared_folder(tmp_path_factory, config) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def scenario_cache(tmp_path_factory, request):
-    """A passed property search is drawn once per run, by whichever worker or command line first needs it
-    (conformance.properties.runner.SCENARIO_CACHE). The test of the in-process replay unsets it, and
-    the benchmark's generation timings ignore it."""
-    from conformance.properties.runner import SCENARIO_CACHE
-    folder = _shared_folder(tmp_path_factory, request.config) / "scenarios"
-    previous = os.environ.get(SCENARIO_CACHE)
-    os.environ[SCENARIO_CACHE] = str(folder)
+def disk_cache(tmp_path_factory, request):
+    """Each vector file is parsed, and each passed property search drawn, once per run, by whichever worker or
+    command line first needs it (conformance/data/disk_cache.py). The test of the in-process replay unsets it,
+    and the benchmark's generation timings ignore it."""
+    from conformance.data.disk_cache import ENV
+    folder = _shared_folder(tmp_path_factory, request.config) / "cache"
+    previous = os.environ.get(ENV)
+    os.environ[ENV] = str(folder)
     yield folder
     if previous is None:
-        os.environ.pop(SCENARIO_CACHE, None)
+        os.environ.pop(ENV, None)
     else:
-        os.environ[SCENARIO_CACHE] = previous
+        os.environ[ENV] = previous
 
 
 @pytest.fixture(scope="session")

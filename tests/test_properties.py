@@ -10,7 +10,7 @@ from hypothesis import given
 
 from conformance.data import vectors as vectors_mod
 from conformance.data import catalog as catalog_mod
-from conformance.data import schemas
+from conformance.data import disk_cache, schemas
 from conformance.bindings.base import KERNEL_PROTOCOL
 from conformance.bindings.python import PythonBinding
 from conformance.engine.connection import Connection
@@ -185,7 +185,7 @@ def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_
     without hypothesis; at the first that fails hypothesis searches from the start, so the report is its own."""
     from conformance.engine.results import Finding
     from conformance.properties import runner
-    monkeypatch.delenv(runner.SCENARIO_CACHE, raising=False)  # this process's memory only: the first search draws
+    monkeypatch.delenv(disk_cache.ENV, raising=False)  # this process's memory only: the first search draws
     monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
     pairs, run = _pairs()
     seen: list[list[dict]] = [[], [], []]
@@ -199,7 +199,7 @@ def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_
     assert seen[1] == seen[0] and len(seen[0]) == run.settings().max_examples and drawn == []
     assert (second.examples, second.exercised, second.failed) == (first.examples, first.exercised, {})
     monkeypatch.undo()
-    monkeypatch.delenv(runner.SCENARIO_CACHE, raising=False)
+    monkeypatch.delenv(disk_cache.ENV, raising=False)
     monkeypatch.setattr(runner, "_PASSED_SEARCHES", {("pairs", "ci", None, run.settings().max_examples):
                                                           [*map(runner.pickle.dumps, seen[0])]})
     middle = seen[0][len(seen[0]) // 2]
@@ -211,11 +211,11 @@ def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_
 
 
 def test_a_passed_search_is_kept_between_processes_only_for_the_same_suite(monkeypatch, tmp_path):
-    """With CTXCONF_SCENARIO_CACHE set, another process (here: this one with its memory emptied) replays a passed
+    """With CTXCONF_CACHE set, another process (here: this one with its memory emptied) replays a passed
     search from the folder instead of drawing it; a file of another suite, or a broken one, is never read as one."""
     from conformance.engine.results import Finding
     from conformance.properties import runner
-    monkeypatch.setenv(runner.SCENARIO_CACHE, str(tmp_path))
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
     monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
     pairs, run = _pairs()
     seen: list[list[dict]] = [[], [], [], []]
@@ -223,7 +223,7 @@ def test_a_passed_search_is_kept_between_processes_only_for_the_same_suite(monke
     def attempt(tried):
         return lambda doc: (tried.append(doc), ([Finding("K-BUDGET-REJECT", True, "over")], None))[1]
     runner._search(run, pairs, attempt(seen[0]), drawn_by=("pairs",))
-    [stored] = tmp_path.glob("*.pickle")
+    [stored] = (tmp_path / "scenarios").iterdir()
     drawing = runner._draw
     drawn = []
     monkeypatch.setattr(runner, "_draw", lambda *a: drawn.append(a) or drawing(*a))
@@ -235,7 +235,7 @@ def test_a_passed_search_is_kept_between_processes_only_for_the_same_suite(monke
     runner._search(run, pairs, attempt(seen[2]), drawn_by=("pairs",))
     assert len(drawn) == 1, "another suite's file is not found"
     monkeypatch.undo()
-    monkeypatch.setenv(runner.SCENARIO_CACHE, str(tmp_path))
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
     monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
     monkeypatch.setattr(runner, "_draw", lambda *a: drawn.append(a) or drawing(*a))
     stored.write_bytes(stored.read_bytes()[:10])  # cut short

@@ -1,7 +1,8 @@
 """The per-message shortcuts of conformance/wire/forms.py give what the slow paths they replace give: json_copy
 what a JSON round trip makes of a value (or the round trip's error), to_json what json_format makes of a message,
 from_json what json_format.ParseDict parses (or its error), the second time as the first; normalize what the
-text-keyed path gives, and tokens.counted what each tokenizer counts."""
+text-keyed path gives, and tokens.counted what each tokenizer counts; a provider case's request normalized without its
+directory what normalizing it whole gives."""
 
 from __future__ import annotations
 
@@ -206,3 +207,26 @@ def test_counted_is_each_tokenizers_count(content):
     for name, tokenizer in tokens.KERNEL_TOKENIZERS.items():
         assert tokens.counted(name, content) == tokenizer(content)
         assert tokens.counted(name, content) == tokenizer(content)  # the second time from what was kept
+
+
+
+@pytest.mark.parametrize("workdir", ["/tmp/case-a", "/tmp/case b/\u00fc", "", "/tmp/\udcff-not-utf8"])
+def test_a_contribute_request_is_what_normalizing_it_whole_with_its_directory_gives(workdir, provider_vectors):
+    """provider_cases.contribute_request normalizes a request without its case directory and sets the directory
+    after: the same as normalizing it whole, or the same error, for every contribute step of every provider
+    vector."""
+    from conformance.data import provider_cases
+
+    def outcome(make):
+        try:
+            return "value", make()
+        except forms.WireFormError as exc:
+            return "error", str(exc)
+
+    steps = [step for vector in provider_vectors for step in provider_cases.from_vector(vector.doc).steps
+             if step.kind == "contribute"]
+    assert len(steps) > 100
+    for step in steps:
+        written = dict(provider_cases.request_without_directory(step, 7, 1, None, "me"), working_directory=workdir)
+        assert outcome(lambda: provider_cases.contribute_request(step, 7, workdir, 1, None, "me")) == \
+            outcome(lambda: by_text("ContextRequest", written)), step

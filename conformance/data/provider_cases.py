@@ -110,6 +110,24 @@ def contribute_request(step: Step, default_budget: int, workdir: Path, run: int 
     figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target.
     A prior section whose provider is ${self} carries the provider's own name: a kernel carrying the
     chain across turns hands it its own earlier sections (R-FIRING-STARTS-EMPTY)."""
+    request = request_without_directory(step, default_budget, run, models, own_name)
+    directory = str(workdir)
+    # Every case has a directory of its own, so a request normalized with it would never be met again (and
+    # json_format is a third of a provider certification). A string field's canonical form is the string, so
+    # the rest is normalized once and the directory set after; one that is no UTF-8 takes the long way, whose
+    # error is json_format's.
+    try:
+        directory.encode("utf-8")
+    except UnicodeEncodeError:
+        return forms.normalize("ContextRequest", {**request, "working_directory": directory})
+    canonical = forms.normalize("ContextRequest", request)
+    canonical["working_directory"] = directory
+    return canonical
+
+
+def request_without_directory(step: Step, default_budget: int, run: int = 0, models: dict[str, str] | None = None,
+                              own_name: str = "") -> dict:
+    """contribute_request's request as written, before it is normalized, its working_directory empty."""
     spec = step.spec
     target = {**DEFAULT_MODEL, **spec.get("model_target", {})}
     tokenizer = target.pop("tokenizer", (models or SUITE_MODELS).get(target["id"], DEFAULT_TOKENIZER))
@@ -117,15 +135,15 @@ def contribute_request(step: Step, default_budget: int, workdir: Path, run: int 
     history = shorthand.messages(spec.get("conversation_history", []))
     prior = [shorthand.section({**s, "provider": _owner(s, own_name)}, "", "STABILITY_STATIC", count)
              for s in spec.get("prior_sections", [])]
-    return forms.normalize("ContextRequest", {
+    return {
         "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
         "token_budget": spec.get("token_budget", default_budget),
         "model_target": target,
-        "files_touched": spec.get("files_touched", []), "working_directory": str(workdir),
+        "files_touched": spec.get("files_touched", []), "working_directory": "",
         "prior_sections": prior, "conversation_history": history,
         "history_tokens": spec.get("history_tokens", count(tokens.history_content(history))),
         "assembled_tokens_last_turn": spec.get("assembled_tokens_last_turn", 0),
-    })
+    }
 
 
 def _owner(spec: dict, own_name: str) -> str:

@@ -6,7 +6,9 @@ checked here; a failure names the file (or message) and the field path.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import jsonschema_rs
 import yaml
 
+from conformance.data import disk_cache
 from conformance.data.paths import SCHEMAS
 
 BASE = "https://ctxconf.dev/schemas/"
@@ -152,7 +155,28 @@ def read_yaml(path: Path) -> object:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
             raise InputError(str(path), f"not valid YAML: {where}{getattr(exc, 'problem', exc)}") from None
-    return _capped_parse(path, parse, _read_text(path))
+    text = _read_text(path)
+    # Building the objects is Python's work even under libyaml, a third of a command line's start: with
+    # CTXCONF_CACHE set, a text parsed once is read back by marshal (which writes every type safe YAML makes
+    # but dates: those are parsed each time). Only a document read whole is kept; an error is found again.
+    kept = disk_cache.entry("yaml", _loader_identity(), text)
+    if (known := disk_cache.read(kept)) is not None:
+        try:
+            return marshal.loads(known)
+        except (ValueError, EOFError, TypeError):  # not one of ours after all: parse it again
+            pass
+    doc = _capped_parse(path, parse, text)
+    try:
+        disk_cache.write(kept, marshal.dumps(doc))
+    except ValueError:
+        pass
+    return doc
+
+
+@lru_cache(maxsize=None)
+def _loader_identity() -> str:
+    """What a parse follows from beside the text: PyYAML's version and parser, and this module's loader."""
+    return f"{yaml.__version__} {yaml.__with_libyaml__} {hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}"
 
 
 def read_json(path: Path, what: str = "JSON") -> object:

@@ -37,6 +37,7 @@ from conformance.data.provider_cases import from_vector as provider_case
 from conformance.engine.provider_driver import case_directory, drive as drive_provider
 from conformance.engine.results import CaseResult, Finding, split_harness, suite_defect
 from conformance.engine.scenario import from_vector as kernel_scenario
+from conformance.data import disk_cache
 from conformance.data.manifest import Manifest
 from conformance.properties import (CASE_IDS, LARGE_SHARE, PROFILES, SHRINK_WORK,  # noqa: F401 (PROFILES: the runner's API too)
                                     TARGETED, space, strategies)
@@ -160,12 +161,9 @@ def large_share(profile: str) -> int:
 # again (drawing is a third of an in-process certification, and the self-test certifies hundreds), and goes
 # back to hypothesis, from the start, at the first scenario that fails: what it reports is then hypothesis's.
 _PASSED_SEARCHES: dict[tuple, list[bytes]] = {}
-# ... and between processes, when CTXCONF_SCENARIO_CACHE names a folder (the test command sets it to its run's
-# temporary folder, so that its workers and the command lines they run draw each search once). A file there is
-# named by the key and by a digest of the suite's own files, hypothesis' version and Python's: another suite
-# draws other scenarios for the same key, and must not find these. The files are pickles: only a folder of
-# your own.
-SCENARIO_CACHE = "CTXCONF_SCENARIO_CACHE"
+# ... and between processes, when CTXCONF_CACHE names a folder (data/disk_cache.py): an entry is named by the key
+# and by a digest of the suite's own files, hypothesis' version and Python's, since another suite draws other
+# scenarios for the same key, and must not find these.
 
 
 @functools.lru_cache(maxsize=None)
@@ -178,29 +176,22 @@ def _suite_digest() -> str:
 
 
 def _stored_search(key: tuple) -> Path | None:
-    folder = os.environ.get(SCENARIO_CACHE)
-    if not folder:
-        return None
-    return Path(folder) / f"{hashlib.sha256(f'{_suite_digest()} {key!r}'.encode()).hexdigest()[:32]}.pickle"
+    return disk_cache.entry("scenarios", _suite_digest(), repr(key))
 
 
 def _passed_search(key: tuple) -> list[bytes] | None:
-    """The scenarios of a passed search with this key, drawn in this process or (see SCENARIO_CACHE) another."""
-    if key not in _PASSED_SEARCHES and (path := _stored_search(key)) is not None:
+    """The scenarios of a passed search with this key, drawn in this process or (see disk_cache) another."""
+    if key not in _PASSED_SEARCHES and (stored := disk_cache.read(_stored_search(key))) is not None:
         try:
-            _PASSED_SEARCHES[key] = pickle.loads(path.read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError):
-            return None  # not there yet (or half written by a process that was killed): draw them
+            _PASSED_SEARCHES[key] = pickle.loads(stored)
+        except (pickle.UnpicklingError, EOFError, ValueError):
+            return None  # not one of ours: draw them
     return _PASSED_SEARCHES.get(key)
 
 
 def _keep_passed_search(key: tuple, drawn: list[bytes]) -> None:
     _PASSED_SEARCHES[key] = drawn
-    if (path := _stored_search(key)) is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_suffix(f".{os.getpid()}.part")
-        part.write_bytes(pickle.dumps(drawn))
-        part.replace(path)  # whole or not at all, for a process reading it meanwhile
+    disk_cache.write(_stored_search(key), pickle.dumps(drawn))
 
 
 def _timed(attempt: Callable[[dict], tuple[list[Finding], str | None]], timings: list[ScenarioTiming],
