@@ -255,6 +255,23 @@ def test_no_shrink_work_reports_the_failure_as_first_found():
     assert first.examples < shrunk.examples and shrunk.doc == {"n": 6, "m": 0} != first.doc
 
 
+def test_a_search_that_does_not_shrink_stops_at_its_first_failure_without_printing_it(monkeypatch):
+    """The self-test's searches do not shrink: the first failure is the answer, as with no shrink work, and
+    hypothesis's replay to print it (the repr of the whole scenario) is never made."""
+    from hypothesis.vendor import pretty
+    from conformance.engine.results import Finding
+    from conformance.properties.runner import _search
+    tried: list[list[dict]] = [[], []]
+
+    def attempt(seen):
+        return lambda doc: (seen.append(doc), ([Finding("K-BUDGET-REJECT", doc["n"] <= 5, "over")], None))[1]
+    first = _search(*reversed(_pairs(shrink_work=0)), attempt(tried[0]))
+    monkeypatch.setattr(pretty.RepresentationPrinter, "pretty", lambda *a, **k: pytest.fail("printed the scenario"))
+    unshrunk = _search(*reversed(_pairs(shrink=False)), attempt(tried[1]))
+    assert (unshrunk.doc, unshrunk.examples, unshrunk.failed) == (first.doc, first.examples, first.failed)
+    assert tried[0] == tried[1] and tried[1][-1] == unshrunk.doc and unshrunk.doc["n"] > 5
+
+
 def test_the_command_line_takes_a_shrink_budget_and_refuses_a_negative_one(tmp_path):
     run = ctxconf("kernel", "--python", "conformance.proofs.kernel_mutants:TrustsStatedTokens", "--profile", "ci",
                   "--shrink-work", "0", "--counterexamples", str(tmp_path), "--report", str(tmp_path / "r.json"))

@@ -122,6 +122,11 @@ class _OutOfTime(BaseException):
     be started at all. A BaseException, so that hypothesis lets it through instead of shrinking on."""
 
 
+class _FirstFailure(BaseException):
+    """The first failure of a search that does not shrink: hypothesis would stop there anyway, and only
+    replay it to print it (the repr of a large scenario, a tenth of a second each time). Let through at once."""
+
+
 @dataclass
 class _Search:
     exercised: set[str] = field(default_factory=set)
@@ -245,7 +250,7 @@ def _replay(run: PropertyRun, drawn: list[bytes], attempt) -> _Search | None:
     for doc in drawn:
         try:
             example(pickle.loads(doc))
-        except _Failed:
+        except (_Failed, _FirstFailure):
             return None
         except _OutOfTime:  # the implementation could not be restarted, or the suite's bug: as hypothesis stops
             return found
@@ -312,14 +317,14 @@ def _example(run: PropertyRun, found: _Search, attempt, planned: int, aim=None) 
             if not (failed or error):
                 return
             found.doc, found.failures, found.error = doc, failed, error  # the last one is the simplest yet
-        raise _Failed()
+        raise _Failed() if run.shrink else _FirstFailure()
 
     return example
 
 
 def _ours(exc: BaseException) -> bool:
     inner = getattr(exc, "exceptions", None)  # an exception group, hypothesis' FlakyFailure among them
-    return all(map(_ours, inner)) if inner is not None else isinstance(exc, (_Failed, _OutOfTime))
+    return all(map(_ours, inner)) if inner is not None else isinstance(exc, (_Failed, _OutOfTime, _FirstFailure))
 
 
 def kernel_property(connection: Connection, run: PropertyRun) -> CaseResult:
