@@ -210,6 +210,31 @@ def test_a_search_that_passed_is_replayed_and_a_failure_in_the_replay_goes_back_
     assert failing.doc == middle  # ...then hypothesis drew again and found it, as it does with no replay at all
 
 
+def test_a_failure_in_the_replay_of_a_search_that_does_not_shrink_is_what_hypothesis_finds(monkeypatch):
+    """Without shrinking, the replay's first failure is the answer: hypothesis, drawing afresh, draws the same
+    scenarios up to it (they passed, as when it first drew them) and stops there."""
+    from conformance.engine.results import Finding
+    from conformance.properties import runner
+    monkeypatch.delenv(disk_cache.ENV, raising=False)
+    monkeypatch.setattr(runner, "_PASSED_SEARCHES", {})
+    pairs, run = _pairs(shrink=False)
+    seen: list[list[dict]] = [[], [], []]
+
+    def attempt(tried, fails=lambda doc: False):
+        return lambda doc: (tried.append(doc), ([Finding("K-BUDGET-REJECT", not fails(doc), "over"),
+                                                  Finding("K-PROMPT-BOUNDARIES", True)], None))[1]
+    runner._search(run, pairs, attempt(seen[0]), drawn_by=("pairs",))
+    middle = seen[0][len(seen[0]) // 2]
+    drawing = runner._draw
+    drawn = []
+    monkeypatch.setattr(runner, "_draw", lambda *a: drawn.append(a) or drawing(*a))
+    replayed = runner._search(run, pairs, attempt(seen[1], lambda doc: doc == middle), drawn_by=("pairs",))
+    fresh = runner._search(run, pairs, attempt(seen[2], lambda doc: doc == middle))  # no key: hypothesis alone
+    assert len(drawn) == 1 and seen[1] == seen[2] == seen[0][:len(seen[0]) // 2 + 1]
+    assert (replayed.doc, replayed.examples, replayed.failed, replayed.exercised) == \
+        (fresh.doc, fresh.examples, fresh.failed, fresh.exercised) and replayed.doc == middle
+
+
 def test_a_passed_search_is_kept_between_processes_only_for_the_same_suite(monkeypatch, tmp_path):
     """With CTXCONF_CACHE set, another process (here: this one with its memory emptied) replays a passed
     search from the folder instead of drawing it; a file of another suite, or a broken one, is never read as one."""

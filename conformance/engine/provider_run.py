@@ -69,8 +69,10 @@ def _run_vector(connection: Connection, vector: Vector, manifest: Manifest, run_
                 result.skipped, result.needs = f"the case is {reason[0]}", reason[1]
                 return transcript.error
             try:
-                result.findings += [replace(f, where=sweep.named(run.label, f.where))
-                                    for f in provider_checks.check_case(transcript, manifest)]
+                found = provider_checks.check_case(transcript, manifest)
+                # A finding is frozen: outside a sub-run (no label) it is kept as it is, not copied unchanged.
+                result.findings += [replace(f, where=sweep.named(run.label, f.where)) for f in found] if run.label \
+                    else found
             except Exception:
                 transcript.error = suite_defect("judging this case", transcript.error)
             if transcript.error:

@@ -244,13 +244,17 @@ def _search(run: PropertyRun, strategy, attempt: Callable[[dict], tuple[list[Fin
 
 
 def _replay(run: PropertyRun, drawn: list[bytes], attempt) -> _Search | None:
-    """The scenarios of a passed search, tried in order; None at the first that fails, for hypothesis to search."""
+    """The scenarios of a passed search, tried in order. At the first that fails: None, for hypothesis to search
+    and shrink, or, in a search that does not shrink, what was found. Hypothesis, drawing afresh, would draw the
+    same scenarios up to that one (they passed, as they did when it drew them first) and stop at it."""
     found = _Search()
     example = _example(run, found, attempt, len(drawn))
     for doc in drawn:
         try:
             example(pickle.loads(doc))
-        except (_Failed, _FirstFailure):
+        except _FirstFailure:
+            return found
+        except _Failed:
             return None
         except _OutOfTime:  # the implementation could not be restarted, or the suite's bug: as hypothesis stops
             return found
