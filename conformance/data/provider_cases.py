@@ -114,13 +114,16 @@ def contribute_request(step: Step, default_budget: int, workdir: Path, run: int 
     directory = str(workdir)
     # Every case has a directory of its own, so a request normalized with it would never be met again (and
     # json_format is a third of a provider certification). A string field's canonical form is the string, so
-    # the rest is normalized once and the directory set after; one that is no UTF-8 takes the long way, whose
-    # error is json_format's.
+    # the rest is normalized with a stand-in and the directory set after. The stand-in is not empty: json_format
+    # writes the fields that are set before those at their defaults, and the canonical text keeps that order.
+    # A directory that is no UTF-8 takes the long way, whose error is json_format's.
+    if not directory:
+        return forms.normalize("ContextRequest", request)
     try:
         directory.encode("utf-8")
     except UnicodeEncodeError:
         return forms.normalize("ContextRequest", {**request, "working_directory": directory})
-    canonical = forms.normalize("ContextRequest", request)
+    canonical = forms.normalize("ContextRequest", {**request, "working_directory": "."})
     canonical["working_directory"] = directory
     return canonical
 
