@@ -211,6 +211,13 @@ def test_a_compactors_flag_is_judged_against_the_section_it_stands_in_the_place_
     assert bool(provider_checks._compactor_truncation_problems([written], HANDED)) is failing
 
 
+def test_a_compactors_sections_that_hold_the_original_whole_between_them_are_not_cuts():
+    halves = [compactor_section("claude-md", "Rules", "Run make test before", False),
+              compactor_section("claude-md", "Rules", "every commit. Use black.", False)]
+    assert provider_checks._compactor_truncation_problems(halves, HANDED) == []
+    assert provider_checks._compactor_truncation_problems([{**halves[0], "truncated": True}, halves[1]], HANDED)
+
+
 def test_a_compactors_section_of_its_own_is_not_judged():
     merged = compactor_section("compactor", "Compacted context", "Run make test before", False)
     assert provider_checks._compactor_truncation_problems([merged], HANDED) is None

@@ -454,7 +454,8 @@ class Checker:
             self.add("P-TRUNCATED-FLAG", not problems, "; ".join(problems), where)
 
     def truncation_problems(self, own: list[dict], record: StepRecord) -> list[str] | None:
-        """What is wrong with the truncated flags of the sections it wrote; None when nothing can be judged."""
+        """What is wrong with the truncated flags of the sections it wrote: a file reader's held against its file,
+        a compactor's against the chain it was handed; None when nothing can be judged."""
         if not own:
             return None
         if self.compactor:
@@ -577,27 +578,34 @@ def _truncation_problems(own: list[dict], source: str | None, others: list[str] 
 
 
 def _compactor_truncation_problems(written: list[dict], prior: list[dict]) -> list[str] | None:
-    """R-TRUNCATED-UNIT on the sections a compactor wrote, each judged against the section of the chain it
-    stands in the place of (the same provider and label): kept whole (lines of its own around it seen through)
-    it says false where that section did, for nothing in it was cut, by its owner or by the compactor; either
-    where that one said true (its owner cut it, the compactor did not); and a verbatim piece of it cut inside
-    a sentence says true. A section under a name or label of its own (a merge, a summary, a status note) may
-    say either: only the compactor knows what it stands for. None when no section stands in another's place."""
-    problems, judged = [], False
+    """R-TRUNCATED-UNIT on the sections a compactor wrote, judged against the section of the chain they stand
+    in the place of (the same provider and label), as a reader's against its file: those that together hold
+    its text whole (lines of their own around it set aside) say false where it did, for nothing in it was cut,
+    by its owner or by the compactor, and either where it said true (its owner cut it, the compactor did not);
+    a verbatim piece of it cut inside a sentence says true. A section under a name or label of its own (a merge,
+    a summary, a status note) may say either: only the compactor knows what it stands for. None when no section
+    stands in the place of one it was handed."""
+    places: dict[tuple, list[dict]] = {}
     for section in written:
-        originals = [p for p in prior if (p["provider"], p["label"]) == (section["provider"], section["label"])]
+        places.setdefault((section["provider"], section["label"]), []).append(section)
+    problems, judged = [], False
+    for place, sections in places.items():
+        originals = [p for p in prior if (p["provider"], p["label"]) == place]
         if not originals:
             continue
         judged = True
         sources = [_Source(_lines_of(p)) for p in originals]
-        run, marked = _taken(section, sources, sources)
-        kept = [p for p, source in zip(originals, sources)
-                if run and run == source.joined and not marked and tokens.is_text_only(p["content"])]
-        if section["truncated"] and kept and not any(p["truncated"] for p in kept):
-            problems.append(f"section {section['label']!r} ({section['provider']}) holds the text of the section it "
-                            "stands for whole, which said truncated false, yet says truncated: nothing in it was cut")
-        elif not section["truncated"] and _cut(run, marked, sources, sources):
-            problems.append(_cut_message(section, marked))
+        taken = [_taken(s, sources, sources) for s in sections]
+        whole = " ".join(run for run, _ in taken if run)
+        kept = [p for p, source in zip(originals, sources) if whole and whole == source.joined
+                and not any(marked for _, marked in taken) and tokens.is_text_only(p["content"])]
+        if kept:
+            problems += [f"section {s['label']!r} ({s['provider']}) holds the text of the section it stands for "
+                         "whole, which said truncated false, yet says truncated: nothing in it was cut"
+                         for s in sections if s["truncated"] and not any(p["truncated"] for p in kept)]
+        else:
+            problems += [_cut_message(s, marked) for s, (run, marked) in zip(sections, taken)
+                         if not s["truncated"] and _cut(run, marked, sources, sources)]
     return problems if judged else None
 
 
@@ -647,7 +655,7 @@ class _Source:
     joined text where a line or a sentence starts and ends."""
 
     def __init__(self, lines: list[str]):
-        self.joined, self.lines = " ".join(lines), set(lines)
+        self.joined, self.line_set = " ".join(lines), set(lines)
         self.starts, self.ends, at = set(), set(), 0
         for line in lines:
             self.starts.add(at)
@@ -679,16 +687,20 @@ def _taken(section: dict, forms: list[_Source], sources: list[_Source]) -> tuple
     if lines and bare != lines[-1] and not any(s.holds(lines[-1]) for s in sources):
         lines, marked = lines[:-1] + ([bare] if bare else []), True
     text = " ".join(lines)
-    return (text if any(f.holds(text) for f in forms) else " ".join(_seen_through(lines, sources))), marked
+    if not any(f.holds(text) for f in forms):
+        text = " ".join(_seen_through(lines, sources))
+    return text, marked
 
 
 def _seen_through(lines: list[str], sources: list[_Source]) -> list[str]:
     """The lines without those a provider added at either end of what it took from its source: a line found
     nowhere in the source (a heading naming the file, a note of its own), or a whole line of the source that
-    does not run on into the line beside it (a heading it repeats). The last line left is kept."""
+    does not run on into the line beside it (a heading it repeats). A line that is a piece of a source line
+    stays: it may be the cut itself, or a word of a summary, which nothing tells apart. The last line left is
+    kept."""
     def added(line: str, pair: str) -> bool:
         return not any(s.holds(line) for s in sources) or (
-            any(line in s.lines for s in sources) and not any(s.holds(pair) for s in sources))
+            any(line in s.line_set for s in sources) and not any(s.holds(pair) for s in sources))
     start, end = 0, len(lines)
     while end - start > 1 and added(lines[start], f"{lines[start]} {lines[start + 1]}"):
         start += 1
@@ -971,18 +983,13 @@ def _figure_judge(checker: Checker, record: StepRecord):
     return judge
 
 
-def _truncated_iff_cut(want, seen: dict, checker: Checker) -> list[str]:
-    """R-TRUNCATED-UNIT: a file reader's sections judged against its file, a compactor's against the chain it
-    was handed (not evaluable where no section of its stands in the place of one of the chain)."""
-    if checker.compactor:
-        problems = _compactor_truncation_problems(seen["own"], seen["record"].request["prior_sections"])
-        return _not_yet() if problems is None else problems
-    return _truncation_problems(seen["own"], seen["source_text"], seen["record"].other_texts,
-                                checker.held_whole(seen["record"]))
-
-
 def _not_yet() -> list[str]:
     raise NotEvaluable
+
+
+def _judged(problems: list[str] | None) -> list[str]:
+    """A check's problems; not evaluable where it had nothing to judge (None)."""
+    return _not_yet() if problems is None else problems
 
 
 def _capability(test, message):
@@ -1029,7 +1036,8 @@ PROVIDER = Language({
                           ["the reply is a delta: none of the prior sections"]),
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] is not Placement.MOVED else
                               ["the prior sections are not an untouched prefix"]),
-    "truncated_iff_cut": _wrote(_truncated_iff_cut),
+    "truncated_iff_cut": _wrote(lambda want, seen, checker: _judged(checker.truncation_problems(seen["own"],
+                                                                                             seen["record"]))),
     "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote
