@@ -154,10 +154,73 @@ def section(text: str, truncated: bool, label: str = "S") -> dict:
     # words of its own, a summary: either
     (["In short, about conventions, indentation, tests and secrets."], False, False),
     (["In short, about conventions, indentation, tests and secrets."], True, False),
+    (["Topics:\nindentation\ntests\nsecrets"], False, False),
+    # whole sentences, one per section or a run of them inside a line: either; cut at a comma, a semicolon or
+    # inside a sentence: true
+    (["Run make test before every commit;", "the CI runs the same target."], False, True),
+    (["Run make test before every commit; the CI runs the same target."], False, False),
+    # lines of its own around what it took are set aside, at either end, a repeated heading among them
+    (["File: CONVENTIONS.md\nUse four spaces for"], False, True),
+    (["Use four spaces for\n(end of CONVENTIONS.md, which goes on)"], False, True),
+    (["# Conventions\n# Conventions\n\nUse four spaces for"], False, True),
+    (["File: CONVENTIONS.md\n" + CONVENTIONS + "End of CONVENTIONS.md."], True, True),
+    (["File: CONVENTIONS.md\n" + CONVENTIONS + "End of CONVENTIONS.md."], False, False),
+    (["File: CONVENTIONS.md\n# Conventions\n\nUse four spaces for indentation in every Python file of this "
+      "repository."], False, False),
 ])
 def test_truncated_follows_what_the_text_settles_and_accepts_what_it_leaves_open(texts, flag, failing):
     own = [section(t, flag, f"S{i}") for i, t in enumerate(texts)]
     assert bool(provider_checks._truncation_problems(own, CONVENTIONS)) is failing
+
+
+TWO_SENTENCES = "Use tabs. Never use spaces for indentation.\n\nRun make test before every commit, then push.\n"
+
+
+@pytest.mark.parametrize("text, failing", [
+    ("Use tabs.", False), ("Never use spaces for indentation.", False),  # a whole sentence, inside a line
+    ("Use tabs. Never use spaces", True),                                # a sentence cut short
+    ("Run make test before every commit,", True),                        # cut at a comma
+    ("Never use spaces for indentation. Run make test before every commit, then push.", False),
+])
+def test_a_sentence_is_a_unit_a_reader_may_return_whole_and_a_piece_of_one_is_cut(text, failing):
+    assert bool(provider_checks._truncation_problems([section(text, False)], TWO_SENTENCES)) is failing
+
+
+def compactor_section(provider: str, label: str, text: str, truncated: bool) -> dict:
+    return {"provider": provider, "label": label, "content": [{"text": {"text": text}}], "truncated": truncated}
+
+
+HANDED = [compactor_section("claude-md", "Rules", "Run make test before every commit. Use black.", False),
+          compactor_section("agents-md", "Auth", "The auth package validates sessions. Never log", True)]
+
+
+@pytest.mark.parametrize("written, failing", [
+    # kept whole in its place: false where the original said false, either where it said true
+    (compactor_section("claude-md", "Rules", "Run make test before every commit. Use black.", True), True),
+    (compactor_section("claude-md", "Rules", "Summary:\nRun make test before every commit. Use black.", True), True),
+    (compactor_section("claude-md", "Rules", "Run make test before every commit. Use black.", False), False),
+    (compactor_section("agents-md", "Auth", "The auth package validates sessions. Never log", False), False),
+    (compactor_section("agents-md", "Auth", "The auth package validates sessions. Never log", True), False),
+    # a verbatim piece of it cut inside a sentence: true; a whole sentence, or words of its own: either
+    (compactor_section("claude-md", "Rules", "Run make test before", False), True),
+    (compactor_section("claude-md", "Rules", "Run make test before", True), False),
+    (compactor_section("claude-md", "Rules", "Run make test before every commit.", False), False),
+    (compactor_section("claude-md", "Rules", "Summary of Rules: Run make test …", False), False),
+])
+def test_a_compactors_flag_is_judged_against_the_section_it_stands_in_the_place_of(written, failing):
+    assert bool(provider_checks._compactor_truncation_problems([written], HANDED)) is failing
+
+
+def test_a_compactors_sections_that_hold_the_original_whole_between_them_are_not_cuts():
+    halves = [compactor_section("claude-md", "Rules", "Run make test before", False),
+              compactor_section("claude-md", "Rules", "every commit. Use black.", False)]
+    assert provider_checks._compactor_truncation_problems(halves, HANDED) == []
+    assert provider_checks._compactor_truncation_problems([{**halves[0], "truncated": True}, halves[1]], HANDED)
+
+
+def test_a_compactors_section_of_its_own_is_not_judged():
+    merged = compactor_section("compactor", "Compacted context", "Run make test before", False)
+    assert provider_checks._compactor_truncation_problems([merged], HANDED) is None
 
 
 @pytest.mark.parametrize("held_whole", [True, False])
@@ -168,10 +231,17 @@ def test_a_stripped_whole_may_say_truncated_only_under_a_budget_too_small_for_th
     assert provider_checks._truncation_problems(written, source, (), held_whole)  # the file as written: never
 
 
-@pytest.mark.parametrize("name", ["NeverTruncated", "AlwaysTruncated"])
+@pytest.mark.parametrize("name", ["NeverTruncated", "AlwaysTruncated", "MarksTheCutInTheText", "SectionPerClause",
+                                  "FramesItsCutUnflagged", "FramesTheWholeAsTruncated"])
 def test_the_truncated_mutants_are_still_caught(name, provider_vectors, tmp_path):
     vectors = [v for v in provider_vectors if v.id.startswith("provider/budget/file-")]
     assert "P-TRUNCATED-FLAG" in failed_requirements(certify_provider(mutant(name), "filereader", vectors, tmp_path))
+
+
+@pytest.mark.parametrize("name", ["CompactorFlagsWhatItKeeps", "CompactorCutsUnflagged"])
+def test_the_compactor_truncated_mutants_are_caught(name, provider_vectors, tmp_path):
+    vectors = bundled(provider_vectors, "provider/compactor/truncated-says-what-it-did")
+    assert failed_requirements(certify_provider(mutant(name), "compactor", vectors, tmp_path)) == {"P-TRUNCATED-FLAG"}
 
 
 # --- token figures kept from an earlier answer (R-KEPT-COUNTS) ----------------------------------

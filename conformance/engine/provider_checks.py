@@ -447,10 +447,22 @@ class Checker:
 
     def check_truncated(self, own: list[dict], record: StepRecord, where: str) -> None:
         """R-TRUNCATED-UNIT on every reply of a file reader that read its fixture (what it returns comes
-        from that file, so the flag can be judged against it)."""
-        if own and not self.compactor and self.manifest.reads_files and record.source_text is not None:
-            problems = _truncation_problems(own, record.source_text, record.other_texts, self.held_whole(record))
+        from that file, so the flag can be judged against it), and of a compactor, whose source is the
+        chain it was handed."""
+        problems = self.truncation_problems(own, record)
+        if problems is not None:
             self.add("P-TRUNCATED-FLAG", not problems, "; ".join(problems), where)
+
+    def truncation_problems(self, own: list[dict], record: StepRecord) -> list[str] | None:
+        """What is wrong with the truncated flags of the sections it wrote: a file reader's held against its file,
+        a compactor's against the chain it was handed; None when nothing can be judged."""
+        if not own:
+            return None
+        if self.compactor:
+            return _compactor_truncation_problems(own, record.request["prior_sections"])
+        if self.manifest.reads_files and record.source_text is not None:
+            return _truncation_problems(own, record.source_text, record.other_texts, self.held_whole(record))
+        return None
 
     def held_whole(self, record: StepRecord) -> bool:
         """Whether the budget held the whole source as written, in any split of it into blocks at its lines: what
@@ -541,26 +553,66 @@ def one_scenario(findings: list[Finding]) -> list[Finding]:
 def _truncation_problems(own: list[dict], source: str | None, others: list[str] = (),
                          held_whole: bool = True) -> list[str]:
     """R-TRUNCATED-UNIT, whitespace aside: sections that together hold the whole source say nothing
-    was cut; a section that is one verbatim run of the source starting or ending inside a line says
-    it was cut. Anything else may say either: whole lines (only the provider knows whether its unit is
-    the file or a part), a selection of lines from several places, or words of its own (a summary).
+    was cut; a section that is one verbatim run of the source starting or ending inside a sentence (or
+    marked as cut at its end) says it was cut. Anything else may say either: whole lines or whole sentences
+    (only the provider knows whether its unit is the file or a part), a selection from several places, or
+    words of its own (a summary). Lines a reader adds around what it took from the source (a heading
+    naming the file, a closing note) are seen through, in both rules (_taken).
     The source is taken as it was written and in each stripped form a provider may return
     (R-TRUNCATED-UNIT: stripping authoring artifacts cuts nothing down), the stripped forms only where the
     budget held the source as written (`held_whole`): under a smaller one, what a stripped form leaves out
     may have been dropped to fit by a provider that reads it as content. A section that is whole lines of
     another fixture file (a JIT reader's narrower file) is one of the "anything else"."""
-    forms = _line_forms(source or "")
-    every_form = forms + [lines for other in others for lines in _line_forms(other)]
-    texts = [_flat(" ".join(tokens.texts_of(s["content"]))) for s in own]
-    whole = " ".join(texts)
-    if own and (whole == " ".join(forms[0]) or held_whole and any(whole == " ".join(lines) for lines in forms)):
+    forms = [_Source(lines) for lines in _line_forms(source or "")]
+    sources = forms + [_Source(lines) for other in others for lines in _line_forms(other)]
+    taken = [_taken(s, forms, sources) for s in own]
+    whole = " ".join(run for run, _ in taken if run)
+    if own and (whole == forms[0].joined or held_whole and any(whole == f.joined for f in forms)):
         return [f"section {s['label']!r} says truncated, but the sections hold the whole source"
-                + (" (its authoring artifacts stripped)" if whole != " ".join(forms[0]) else "")
+                + (" (its authoring artifacts stripped)" if whole != forms[0].joined else "")
                 for s in own if s["truncated"]]
-    if own and any(whole == " ".join(lines) for lines in forms):
+    if own and any(whole == f.joined for f in forms):
         return []  # the whole source but for what a stripping leaves out, under a budget too small for it all
-    return [f"section {s['label']!r} is a piece of its source cut inside a line, but says truncated false"
-            for s, text in zip(own, texts) if not s["truncated"] and _cut_inside_a_line(text, forms, every_form)]
+    return [_cut_message(s, marked) for s, (run, marked) in zip(own, taken)
+            if not s["truncated"] and _cut(run, marked, forms, sources)]
+
+
+def _compactor_truncation_problems(written: list[dict], prior: list[dict]) -> list[str] | None:
+    """R-TRUNCATED-UNIT on the sections a compactor wrote, judged against the section of the chain they stand
+    in the place of (the same provider and label), as a reader's against its file: those that together hold
+    its text whole (lines of their own around it set aside) say false where it did, for nothing in it was cut,
+    by its owner or by the compactor, and either where it said true (its owner cut it, the compactor did not);
+    a verbatim piece of it cut inside a sentence says true. A section under a name or label of its own (a merge,
+    a summary, a status note) may say either: only the compactor knows what it stands for. None when no section
+    stands in the place of one it was handed."""
+    places: dict[tuple, list[dict]] = {}
+    for section in written:
+        places.setdefault((section["provider"], section["label"]), []).append(section)
+    problems, judged = [], False
+    for place, sections in places.items():
+        originals = [p for p in prior if (p["provider"], p["label"]) == place]
+        if not originals:
+            continue
+        judged = True
+        sources = [_Source(_lines_of(p)) for p in originals]
+        taken = [_taken(s, sources, sources) for s in sections]
+        whole = " ".join(run for run, _ in taken if run)
+        kept = [p for p, source in zip(originals, sources) if whole and whole == source.joined
+                and not any(marked for _, marked in taken) and tokens.is_text_only(p["content"])]
+        if kept:
+            problems += [f"section {s['label']!r} ({s['provider']}) holds the text of the section it stands for "
+                         "whole, which said truncated false, yet says truncated: nothing in it was cut"
+                         for s in sections if s["truncated"] and not any(p["truncated"] for p in kept)]
+        else:
+            problems += [_cut_message(s, marked) for s, (run, marked) in zip(sections, taken)
+                         if not s["truncated"] and _cut(run, marked, sources, sources)]
+    return problems if judged else None
+
+
+def _cut_message(section: dict, marked: bool) -> str:
+    return (f"section {section['label']!r} is a verbatim piece of its source "
+            + ("that it marks as cut in its text" if marked else "cut inside a sentence")
+            + ", but says truncated false")
 
 
 def _line_forms(text: str) -> list[list[str]]:
@@ -587,28 +639,81 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _cut_inside_a_line(text: str, forms: list[list[str]], whole_forms: list[list[str]]) -> bool:
-    """Whether text, with any mark of a cut at its end taken off, is one verbatim run of the source (in one
-    of its forms) and, in none of whole_forms (the source's and the other fixture files'), a run that begins
-    and ends at line boundaries."""
-    if not text or any(_whole_lines(text, lines) for lines in whole_forms):
+def _lines_of(section: dict) -> list[str]:
+    """The non-blank lines of a section's text blocks, whitespace flattened."""
+    return [_flat(line) for text in tokens.texts_of(section["content"]) for line in text.splitlines() if line.strip()]
+
+
+# Where a sentence ends inside a line (spacing flattened): its closing mark, with any closing quotes or brackets
+# after it, before a space; a full-width mark ends one by itself. A provider may return whole sentences as it
+# may whole lines (R-TRUNCATED-UNIT). A comma or a semicolon ends none: a list cut there is a list cut short.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?= )|[。！？]")
+
+
+class _Source:
+    """A text as its non-blank lines, whitespace flattened, joined by single spaces, with the places in that
+    joined text where a line or a sentence starts and ends."""
+
+    def __init__(self, lines: list[str]):
+        self.joined, self.line_set = " ".join(lines), set(lines)
+        self.starts, self.ends, at = set(), set(), 0
+        for line in lines:
+            self.starts.add(at)
+            self.ends.add(at + len(line))
+            for end in _SENTENCE_END.finditer(line):
+                self.ends.add(at + end.end())
+                self.starts.add(at + end.end() + (line[end.end():end.end() + 1] == " "))
+            at += len(line) + 1
+
+    def holds(self, text: str) -> bool:
+        return bool(text) and text in self.joined
+
+    def whole_units(self, text: str) -> bool:
+        """Whether text is a run of it that starts where a line or a sentence starts and ends where one ends."""
+        found = self.joined.find(text) if text else -1
+        while found >= 0:
+            if found in self.starts and found + len(text) in self.ends:
+                return True
+            found = self.joined.find(text, found + 1)
         return False
-    return any(piece and piece in " ".join(lines) for lines in forms for piece in (text, CUT_MARK.sub("", text)))
 
 
-def _whole_lines(text: str, lines: list[str]) -> bool:
-    """Whether text is a run of whole consecutive lines (joined by single spaces), found in linear time."""
-    joined, starts, ends, at = " ".join(lines), set(), set(), 0
-    for line in lines:
-        starts.add(at)
-        ends.add(at + len(line))
-        at += len(line) + 1
-    found = joined.find(text) if text else -1
-    while found >= 0:
-        if found in starts and found + len(text) in ends:
-            return True
-        found = joined.find(text, found + 1)
-    return False
+def _taken(section: dict, forms: list[_Source], sources: list[_Source]) -> tuple[str, bool]:
+    """What a section took from its source, as one text, and whether it marks a cut at its end (CUT_MARK, where
+    the source does not have those words): its lines as written where they are one run of the source (in one of
+    `forms`), else what is left once the lines it added at either end are seen through (_seen_through)."""
+    lines, marked = _lines_of(section), False
+    bare = CUT_MARK.sub("", lines[-1]) if lines else ""
+    if lines and bare != lines[-1] and not any(s.holds(lines[-1]) for s in sources):
+        lines, marked = lines[:-1] + ([bare] if bare else []), True
+    text = " ".join(lines)
+    if not any(f.holds(text) for f in forms):
+        text = " ".join(_seen_through(lines, sources))
+    return text, marked
+
+
+def _seen_through(lines: list[str], sources: list[_Source]) -> list[str]:
+    """The lines without those a provider added at either end of what it took from its source: a line found
+    nowhere in the source (a heading naming the file, a note of its own), or a whole line of the source that
+    does not run on into the line beside it (a heading it repeats). A line that is a piece of a source line
+    stays: it may be the cut itself, or a word of a summary, which nothing tells apart. The last line left is
+    kept."""
+    def added(line: str, pair: str) -> bool:
+        return not any(s.holds(line) for s in sources) or (
+            any(line in s.line_set for s in sources) and not any(s.holds(pair) for s in sources))
+    start, end = 0, len(lines)
+    while end - start > 1 and added(lines[start], f"{lines[start]} {lines[start + 1]}"):
+        start += 1
+    while end - start > 1 and added(lines[end - 1], f"{lines[end - 2]} {lines[end - 1]}"):
+        end -= 1
+    return lines[start:end]
+
+
+def _cut(run: str, marked: bool, forms: list[_Source], sources: list[_Source]) -> bool:
+    """Whether run is one verbatim run of the source (in one of `forms`) that, in none of `sources` (the
+    source's forms and the other fixture files), starts and ends where lines or sentences do; or is such a
+    run at all and marked as cut, which says so in the provider's own words."""
+    return any(f.holds(run) for f in forms) and (marked or not any(s.whole_units(run) for s in sources))
 
 
 def history_problems(request: dict, reply: dict) -> list[str]:
@@ -882,6 +987,11 @@ def _not_yet() -> list[str]:
     raise NotEvaluable
 
 
+def _judged(problems: list[str] | None) -> list[str]:
+    """A check's problems; not evaluable where it had nothing to judge (None)."""
+    return _not_yet() if problems is None else problems
+
+
 def _capability(test, message):
     return _reply(lambda want, seen, checker: [] if test(seen.get("capabilities") or {}, checker)
                   else [message(seen.get("capabilities") or {})])
@@ -926,8 +1036,8 @@ PROVIDER = Language({
                           ["the reply is a delta: none of the prior sections"]),
     "prior_untouched": _reply(lambda want, seen, checker: [] if seen["placement"] is not Placement.MOVED else
                               ["the prior sections are not an untouched prefix"]),
-    "truncated_iff_cut": _wrote(lambda want, seen, checker: _truncation_problems(
-        seen["own"], seen["source_text"], seen["record"].other_texts, checker.held_whole(seen["record"]))),
+    "truncated_iff_cut": _wrote(lambda want, seen, checker: _judged(checker.truncation_problems(seen["own"],
+                                                                                             seen["record"]))),
     "own_text_excludes": _wrote(lambda want, seen, checker: [f"its text still holds {t!r}" for t in want
                                                              if t in seen["own_text"]]),
     # every section it wrote

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+import re
 import unicodedata
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from conformance.bindings.base import CallFailed
 from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
-from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, LoadsNearTouchedFiles,
-                                                  NotesAnUnusableConfig, ReadsFirstGlobMatch)
+from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
+                                                  FramesItsSection, LoadsNearTouchedFiles, NotesAnUnusableConfig,
+                                                  ReadsFirstGlobMatch, SectionPerSentence)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -441,6 +443,32 @@ class AlwaysTruncated(FileReader):
         return super().section(label, text, count, True)
 
 
+@mutant("P-TRUNCATED-FLAG")
+class FramesItsCutUnflagged(FramesItsSection):
+    """Puts a line naming its file before its text and a closing line after it, and flags nothing truncated,
+    though between them is a piece of the file cut inside a sentence."""
+
+    def flag(self, cut):
+        return False
+
+
+@mutant("P-TRUNCATED-FLAG")
+class FramesTheWholeAsTruncated(FramesItsSection):
+    """Puts a line naming its file before its text and a closing line after it, and flags it truncated, though
+    between them is the whole file."""
+
+    def flag(self, cut):
+        return True
+
+
+@mutant("P-TRUNCATED-FLAG")
+class SectionPerClause(SectionPerSentence):
+    """One section per clause (split after commas and semicolons too), the rest dropped whole to fit, each
+    flagged not truncated: a piece of a sentence cut at a comma is cut short, as a list cut there is."""
+
+    BREAK = re.compile(r"(?<=[.!?,;])\s+")
+
+
 # --- tokens ------------------------------------------------------------------------------------------
 
 @mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
@@ -763,6 +791,25 @@ class CompactorTemplateSummaries(Compactor):
 
     def first_lead(self, section):
         return "summarized."
+
+
+@mutant("P-TRUNCATED-FLAG")
+class CompactorFlagsWhatItKeeps(Compactor):
+    """Flags every section of a chain it reduced truncated, those it hands back whole too: the chain was cut
+    down, but they were not."""
+
+    def fit_chain(self, prior, budget, count):
+        chain = super().fit_chain(prior, budget, count)
+        return chain if chain is prior else [{**s, "truncated": True, "tokens": count(s["content"])} for s in chain]
+
+
+@mutant("P-TRUNCATED-FLAG")
+class CompactorCutsUnflagged(CompactorCutsAsLastResort):
+    """As its last resort keeps the first section of the chain cut to the words that fit, and flags it not
+    truncated."""
+
+    def flag(self, cut):
+        return False
 
 
 @mutant("P-SECTION-LABEL")

@@ -19,8 +19,8 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor, lead_sentence
 from conformance.reference.filereader import FileReader
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
-                                                 longest_fitting, paragraphs, text_block)
-from conformance.wire.tokens import text_of
+                                                 fit_pieces, longest_fitting, paragraphs, text_block)
+from conformance.wire.tokens import is_text_only, text_of
 
 VARIANTS: dict[str, type[ReferenceProvider]] = {}
 
@@ -86,6 +86,42 @@ class SectionPerParagraph(FileReader):
             return super().own_sections(text, budget, count)
         return [self.section(f"{self.label} ({i + 1}/{len(pieces)})", piece, count(text_block(piece)), False)
                 for i, piece in enumerate(pieces[:kept])]
+
+
+@variant("one section per sentence, in order, the rest dropped whole to fit, each flagged not truncated",
+         "R-TRUNCATED-UNIT")
+class SectionPerSentence(FileReader):
+    BREAK = re.compile(r"(?<=[.!?])\s+")  # after a sentence's closing mark: where it splits a line
+
+    def own_sections(self, text, budget, count):
+        pieces = [piece for line in text.splitlines() for piece in self.BREAK.split(line.strip()) if piece]
+        kept, used = [], 0
+        for piece in pieces:  # counted one at a time, so a large file costs no more than what fits
+            used += count(text_block(piece))
+            if used > budget:
+                break
+            kept.append(piece)
+        if not kept:
+            return super().own_sections(text, budget, count)
+        return [self.section(f"{self.label} ({i + 1}/{len(pieces)})", piece, count(text_block(piece)), False)
+                for i, piece in enumerate(kept)]
+
+
+@variant("puts a line naming its file before its text and a closing line after it, and flags what is between "
+         "as the reference does", "R-TRUNCATED-UNIT")
+class FramesItsSection(FileReader):
+    def framed(self, text: str) -> str:
+        return f"File: {self.label}\n{text}\nEnd of {self.label}."
+
+    def own_section(self, text, budget, count):
+        fitted = fit_pieces(paragraphs(text), "\n\n", lambda t: count(text_block(self.framed(t))) <= budget)
+        if fitted is None:  # not even a word fits with the frame: the reference's answer, unframed
+            return super().own_section(text, budget, count)
+        final, cut = self.framed(fitted[0]), fitted[1]
+        return self.section(self.label, final, count(text_block(final)), self.flag(cut))
+
+    def flag(self, cut: bool) -> bool:
+        return cut
 
 
 @variant("one section whose blocks are its paragraphs, counted in one CountTokens call",
@@ -811,6 +847,35 @@ class CompactorMergesWithoutPressure(Compactor):
 class CompactorDropsAChainThatFits(Compactor):
     def fit_chain(self, prior, budget, count):
         return [] if self.total(prior, count) <= budget else super().fit_chain(prior, budget, count)
+
+
+@variant("says truncated only on what it cut or summarized itself: a section it hands back whole says false, "
+         "though its owner flagged it truncated", "R-TRUNCATED-UNIT")
+class CompactorFlagsOnlyItsOwnCuts(Compactor):
+    def fit_chain(self, prior, budget, count):
+        return [{**s, "truncated": False, "tokens": count(s["content"])}
+                if s in prior and s.get("truncated") and is_text_only(s["content"]) else s
+                for s in super().fit_chain(prior, budget, count)]
+
+
+@variant("where not even its merged section fits, keeps the first section of the chain alone, cut to the words "
+         "that fit, under its owner's name and label, and flags the cut truncated",
+         "context/data-types.md#ordering--chaining")
+class CompactorCutsAsLastResort(Compactor):
+    def merged(self, prior, budget, count):
+        return super().merged(prior, budget, count) or self.cut(prior[0], budget, count)
+
+    def cut(self, first: dict, budget: int, count) -> list[dict]:
+        """The first section's text, or its longest word-boundary prefix that fits; nothing when no word does."""
+        fitted = fit_pieces([text_of(first["content"])], "", lambda t: count(text_block(t)) <= budget)
+        if fitted is None or not fitted[0].strip():
+            return []
+        text, cut = fitted
+        return [{**first, "content": text_block(text), "tokens": count(text_block(text)),
+                 "truncated": self.flag(cut) if cut else first.get("truncated", False)}]
+
+    def flag(self, cut: bool) -> bool:
+        return cut
 
 
 @variant("flags neither its summaries nor its merged section truncated", "R-TRUNCATED-UNIT")
