@@ -164,3 +164,70 @@ def test_any_json_unicode_escape_is_found_in_either_case(written, text):
     \\uXXXX, and any may write a control character so (the JsonUpperCaseEscapes variant certifies clean)."""
     from conformance.engine import prompt_text
     assert prompt_text.find(written, text) == (1, len(written) - 1)
+
+
+# --- sections that must hold: what gives them reason to change (R-STATIC-SECTION-HOLDS) ---------------------------
+
+def _inline(doc: dict):
+    from pathlib import Path
+    from conformance.data.vectors import Vector
+    return [Vector(doc["id"], doc["title"], tuple(doc["requirements"]), tuple(doc.get("rulings", ())), (), doc,
+                   Path("inline.yaml"))]
+
+
+def _holding_failures(factory, vectors, tmp_path) -> list[str]:
+    results = certify_provider(factory, factory.manifest, vectors, tmp_path)
+    assert failed_requirements(results) <= {"P-STATIC-SECTION-HOLDS", "P-SECTION-STABILITY-DECLARED"}
+    return [f"{f.where}: {f.message}" for r in results for f in r.failures()]
+
+
+@pytest.mark.parametrize("name, step, what", [
+    ("CountsItsFirings", "step 3", "on the very same request"),
+    ("StampsItsTurn", "step 4", "whose request differed only in its turn id and the kernel's history_tokens"),
+    ("StampsTheKernelFigures", "step 4", "the kernel's history_tokens and the kernel's assembled_tokens_last_turn"),
+])
+def test_a_static_section_that_moves_with_no_reason_is_caught_where_it_first_moves(name, step, what, provider_vectors,
+                                                                                    tmp_path):
+    vector = [v for v in provider_vectors if v.id == "provider/chain/static-section-holds-across-turns"]
+    failures = _holding_failures(provider_mutants.MUTANTS[name], vector, tmp_path)
+    assert failures and failures[0].startswith(f"{step} (contribute)") and what in failures[0], failures
+
+
+def test_a_fixture_edit_leaves_what_a_reader_serves_unjudged_until_the_next_configure(tmp_path):
+    """RereadsWhenTouched serves what it read at Configure until a firing touches its file: after an edit, one
+    request is answered with the old text and then the new, which is R-EAGER-SOURCE's freedom, not a move."""
+    status = lambda words: {"provider": "status", "label": "Git status", "stability": "STABILITY_DYNAMIC",  # noqa: E731
+                            "text": words}
+    firing = lambda words, **more: {"contribute": {"token_budget": 1000, "prior_sections": [status(words)], **more}}  # noqa: E731
+    doc = {"id": "provider/test/edited", "title": "t", "requirements": [], "applies_to": "file-reader",
+           "files": {"CONTEXT.md": "# Old\n\nThe old rule.\n"},
+           "steps": [{"configure": {}}, firing("On main."), firing("On main."),
+                     {"write": {"CONTEXT.md": "# New\n\nThe new rule.\n"}}, firing("On main."),
+                     firing("On main.", files_touched=["CONTEXT.md"]), firing("Po nbjo.")]}
+    assert _holding_failures(provider_variants.VARIANTS["RereadsWhenTouched"], _inline(doc), tmp_path) == []
+    # Before the edit the same firings judge: a stamp of the turn is caught at the second, and nowhere after it.
+    failures = _holding_failures(provider_mutants.MUTANTS["StampsItsTurn"], _inline(doc), tmp_path)
+    assert [f.split(":")[0] for f in failures] == ["step 3 (contribute)"]
+
+
+def test_a_summary_may_be_worded_anew_only_where_there_was_something_to_reduce(tmp_path):
+    """Over its budget a reader's summary may differ each time: RewordsItsSummary, never steady, is not judged,
+    where SummarizingReader, the same each time, is judged and passes. With room for its file whole a reader has
+    nothing to word anew: a count of its firings is caught there."""
+    text = "# Rules\n\n" + "\n\n".join(f"Rule {i}: keep every module small and documented." for i in range(6)) + "\n"
+
+    def doc(budget: int) -> list:
+        def firing(words: str) -> dict:
+            return {"contribute": {"token_budget": budget, "prior_sections": [
+                {"provider": "status", "label": "Git status", "stability": "STABILITY_DYNAMIC", "text": words}]}}
+        return _inline({"id": "provider/test/reworded", "title": "t", "requirements": [], "applies_to": "file-reader",
+                        "files": {"RULES.md": text},
+                        "steps": [{"configure": {}}, firing("On main."), firing("On main."), firing("Po nbjo.")]})
+
+    def judged(factory, budget: int) -> list[bool]:
+        results = certify_provider(factory, factory.manifest, doc(budget), tmp_path)
+        return [f.passed for r in results for f in r.findings if f.requirement == "P-STATIC-SECTION-HOLDS"]
+
+    assert judged(provider_variants.VARIANTS["RewordsItsSummary"], 30) == []
+    assert judged(provider_variants.VARIANTS["SummarizingReader"], 30) == [True]
+    assert judged(provider_mutants.MUTANTS["CountsItsFirings"], 1000) == [False, False]

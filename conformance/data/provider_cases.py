@@ -109,7 +109,8 @@ def contribute_request(step: Step, default_budget: int, workdir: Path, run: int 
     """The ContextRequest of a contribute step. Each sub-run of a vector is a session of its own; the
     figures the kernel computes (prior sections' tokens, history_tokens) are its counts for the target.
     A prior section whose provider is ${self} carries the provider's own name: a kernel carrying the
-    chain across turns hands it its own earlier sections (R-FIRING-STARTS-EMPTY)."""
+    chain across turns hands it its own earlier sections (R-FIRING-STARTS-EMPTY). Each step is a turn of its
+    own unless it names the step whose turn it belongs to (`turn`): a second model call of that turn."""
     request = request_without_directory(step, default_budget, run, models, own_name)
     directory = str(workdir)
     # Every case has a directory of its own, so a request normalized with it would never be met again (and
@@ -139,7 +140,7 @@ def request_without_directory(step: Step, default_budget: int, run: int = 0, mod
     prior = [shorthand.section({**s, "provider": _owner(s, own_name)}, "", "STABILITY_STATIC", count)
              for s in spec.get("prior_sections", [])]
     return {
-        "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{step.index:04d}",
+        "session_id": SESSION_ID + (f"-{run}" if run else ""), "turn_id": f"01JDCTXCONFPROVIDERTURN{spec.get('turn', step.index):04d}",
         "token_budget": spec.get("token_budget", default_budget),
         "model_target": target,
         "files_touched": spec.get("files_touched", []), "working_directory": "",

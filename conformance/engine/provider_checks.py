@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from enum import Enum, auto
+from functools import cached_property
 
 from conformance.engine import config_probes
 from conformance.engine.expectations import Language, NotEvaluable
@@ -31,6 +33,10 @@ STABILITIES = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
 # (default_token_budget, config_schema) may change, after a Configure for instance.
 STATIC_CAPABILITIES = ("stability", "compactor")
 ATTRIBUTE_TYPES = frozenset(config_probes.KIND_OF_TYPE)  # config.v1.AttrType
+# The kernel's figures: they tell a compactor when to compact (context/data-types.md#compactor-timing-signals),
+# and any other provider nothing its sections may follow (R-STATIC-SECTION-HOLDS).
+KERNEL_FIGURES = ("history_tokens", "assembled_tokens_last_turn")
+FIXTURE_EDITS = ("write", "delete", "spoil")
 # What a provider may put where it cut its text: an ellipsis, or a short note in brackets ("[...]", "[truncated]").
 CUT_MARK = re.compile(r"\s*(…|\.\.\.|[\[(][^\[\]()]{0,24}[\])])$")
 
@@ -151,6 +157,55 @@ class Counting:
         return ""
 
 
+@dataclass(eq=False)
+class Firing:
+    """A reply as check_holding keeps it: its request, the sections of it that had to hold, where it was made."""
+    request: dict
+    held: tuple
+    where: str
+
+    @cached_property
+    def exact(self) -> str:
+        return json.dumps(self.request, sort_keys=True)
+
+    @cached_property
+    def loose(self) -> str:
+        """The request but its turn id: another turn's firing of the very same request."""
+        return json.dumps({k: v for k, v in self.request.items() if k != "turn_id"}, sort_keys=True)
+
+
+def _steady_against(group: list[Firing], now: Firing) -> list[Firing]:
+    """The firings of one input (as far as it gives reasons) that `now` is compared with when a provider may word
+    one input anew each time: a request repeated (in one turn, or in another: two ways of repeating it) whose
+    held sections came back unchanged every time shows the provider steady on it, and each firing of another
+    request must then bring them unchanged too. Only the comparisons `now` takes part in: each earlier one was
+    judged at its own step."""
+    against: list[Firing] = []
+    for key in (lambda f: f.exact, lambda f: f.loose):
+        repeats: dict[str, list[Firing]] = {}
+        for firing in group:
+            repeats.setdefault(key(firing), []).append(firing)
+        for same in repeats.values():
+            if len(same) < 2 or len({f.held for f in same}) > 1:
+                continue
+            if any(f is now for f in same):
+                against += [f for f in group if key(f) != key(now)]
+            else:
+                against.append(same[0])
+    return against
+
+
+def _differences(before: dict, now: dict) -> str:
+    """What set two requests of one input (as far as it gives reasons) apart, in words."""
+    what = ["its turn id"] if before["turn_id"] != now["turn_id"] else []
+    what += [f"the kernel's {name}" for name in KERNEL_FIGURES if before.get(name) != now.get(name)]
+    if before["prior_sections"] != now["prior_sections"]:
+        what.append("the words of a dynamic prior section")
+    if before.get("conversation_history") != now.get("conversation_history"):
+        what.append("the words of the conversation")
+    return f"whose request differed only in {' and '.join(what)}" if what else "on the very same request"
+
+
 class Placement(Enum):
     """R-PLACEMENT: where a reply put the prior chain (the findings word each case where they are made)."""
     PREFIX = auto()   # an untouched prefix
@@ -185,9 +240,11 @@ class Checker:
         self.served: list[dict] | None = None
         self.said_unavailable = False
         self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
-        # R-STATIC-SECTION-HOLDS: per input but the words of its dynamic prior sections, and per provider and label
-        # of a section it marked static: that section's texts, per whole input, firing after firing.
-        self.static_texts: dict[tuple, dict[str, list[tuple]]] = {}
+        # R-STATIC-SECTION-HOLDS: per requirement and per input as far as it gives reasons (Checker.reasons), the
+        # firings since the last Configure with the sections of each that must hold; and whether a fixture was
+        # changed since then (what it serves may then be any state of it, R-EAGER-SOURCE).
+        self.firings: dict[tuple[str, str], list[Firing]] = {}
+        self.edited = False
         self.configured = False  # R-COMPACTOR-MUST-FIT: the case's last Configure took the config it was sent
 
     def add(self, requirement: str, passed: bool, message: str, where: str) -> None:
@@ -309,6 +366,7 @@ class Checker:
         # turn, R-FIRING-STARTS-EMPTY, or for a compactor anyone's) restates what it was given: no evidence of
         # how it writes sections.
         fresh = [s for s in own if s not in prior]
+        delta = False  # sections it gave the same firing before, left out: P-FULL-CHAIN's, not also a static one gone
         if not self.compactor:
             if prior:
                 self.check_placement(prior, sections, where)
@@ -322,11 +380,9 @@ class Checker:
                          where)
             self.add("P-NO-REWRITE-UNLESS-COMPACTOR", not reply["rewritten_history"],
                      "a provider that is not a compactor returned rewritten_history", where)
-            if not probed:
-                self.check_repeated_firing(record, own, where)
-            self.check_declared_stability(fresh, where)
-        if not probed:
-            self.check_static_holds(record, fresh, where)
+            delta = not probed and self.check_repeated_firing(record, own, where)
+        if not probed and not delta:
+            self.check_holding(record, fresh, where)
         if self.compactor:
             self.check_compactor_names(prior, own, where)
             if sections and not probed:
@@ -356,85 +412,109 @@ class Checker:
         if not probed:
             self.check_truncated(fresh, record, where)
 
-    def check_declared_stability(self, fresh: list[dict], where: str) -> None:
-        """R-SECTION-STABILITY-DECLARED: a provider that declares itself static (and is not a compactor) writes
-        no section marked dynamic: its declaration says its content stays the same for the session, and the
-        kernel ordered the chain by it. A section marked static under a dynamic declaration is a true hint
-        about that one section (each section carries its own) and is not judged. A section or a declaration
-        without a stability is P-SECTION-STABILITY's or P-CAP-STABILITY's finding."""
-        judged = [s for s in fresh if s["stability"] in STABILITIES]
-        if self.capabilities.get("stability") == "STABILITY_STATIC" and judged:
-            dynamic = sorted({s["label"] for s in judged if s["stability"] == "STABILITY_DYNAMIC"})
-            self.add("P-SECTION-STABILITY-DECLARED", not dynamic, f"it declares STABILITY_STATIC, yet marks its "
-                     f"sections {dynamic} dynamic: a static plugin's content stays the same for the session, and "
-                     "the kernel placed it by that declaration (R-SECTION-STABILITY-DECLARED)", where)
+    def must_hold(self, fresh: list[dict]) -> dict[str, tuple]:
+        """The sections of a reply that must hold while its input gives them no reason to change, under the
+        requirement that says so: those it marks static (R-STATIC-SECTION-HOLDS) and, from a provider declared
+        static that is no compactor, those it marks dynamic too: the declaration speaks for all its content
+        (R-SECTION-STABILITY-DECLARED). Each as (provider, label, text), in the chain's order; none is a value too,
+        so that a section which comes and goes is seen to."""
+        def marked(stability: str) -> tuple:
+            return tuple((s["provider"], s["label"], tokens.text_of(s["content"])) for s in fresh
+                         if s["stability"] == stability)
+        held = {"P-STATIC-SECTION-HOLDS": marked("STABILITY_STATIC")}
+        if self.capabilities.get("stability") == "STABILITY_STATIC" and not self.compactor:
+            held["P-SECTION-STABILITY-DECLARED"] = marked("STABILITY_DYNAMIC")
+        return held
 
-    def check_static_holds(self, record: StepRecord, fresh: list[dict], where: str) -> None:
-        """R-STATIC-SECTION-HOLDS: a section marked static says its content stays the same for the session, so
-        it does not follow content that may change. Shown by two firings whose inputs differ only in the words
-        of prior sections not marked static and of the conversation (their sizes, figures and flags the same, so
-        no budget pressure differs), since the last Configure, where the section it wrote under one provider and label differs, while that same first input
-        repeated gave it unchanged (a provider that writes anew each time, an LLM summarizer say, shows
-        nothing). A section handed back as it was sent is its owner's (not `fresh`)."""
-        static: dict[tuple, list[str]] = {}
-        for section in fresh:
-            if section["stability"] == "STABILITY_STATIC":
-                static.setdefault((section["provider"], section["label"]), []).append(tokens.text_of(section["content"]))
-        if not static:
-            return
+    def reasons(self, record: StepRecord) -> str:
+        """The input as far as it gives a provider reason to change a section that must hold: the fixture files,
+        whether CountTokens answers, every request field but the turn id (and, but for a compactor, the kernel's
+        figures), the static prior sections whole, and the other prior sections and the conversation by their
+        shape only: their words may change turn to turn, their sizes press on a budget (R-STATIC-SECTION-HOLDS)."""
         request = record.request
-        rest = json.dumps({k: v for k, v in request.items() if k not in ("turn_id", "prior_sections",
-                                                                         "conversation_history")}, sort_keys=True)
-        prior, history = request["prior_sections"], request.get("conversation_history", [])
-        # The conversation changes turn to turn as a dynamic section does: its words are shaped out too.
-        shaped = json.dumps([[p if p["stability"] == "STABILITY_STATIC" else _worded_out(p) for p in prior],
-                             [_worded_out(m) for m in history]], sort_keys=True)
-        whole = json.dumps([prior, history], sort_keys=True)
-        for name, texts in static.items():
-            seen = self.static_texts.setdefault((record.source_text, tuple(record.other_texts), record.counting_off,
-                                                 rest, shaped, name), {})
-            seen.setdefault(whole, []).append(tuple(texts))
-            steady = {key: runs[0] for key, runs in seen.items() if len(runs) > 1 and len(set(runs)) == 1}
-            compared = [(text, run) for key, text in steady.items() for other, runs in seen.items() if other != key
-                        for run in runs]
-            if compared:
-                moved = any(run != text for text, run in compared)
-                self.add("P-STATIC-SECTION-HOLDS", not moved, f"its section {name[1]!r} ({name[0]}), marked static, "
-                         "changed when only the words of a dynamic prior section or of the conversation did, though the "
-                         "same firing repeated gave it unchanged: its content follows content that may change, which "
-                         "static says it does not (R-STATIC-SECTION-HOLDS)", where)
+        ignored = {"turn_id", "prior_sections", "conversation_history"} | (set() if self.compactor else set(KERNEL_FIGURES))
+        prior = [p if p["stability"] == "STABILITY_STATIC" else _worded_out(p) for p in request["prior_sections"]]
+        return json.dumps([record.source_text, record.other_texts, record.counting_off,
+                           {k: v for k, v in request.items() if k not in ignored}, prior,
+                           [_worded_out(m) for m in request.get("conversation_history", [])]], sort_keys=True)
 
-    def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> None:
+    def check_holding(self, record: StepRecord, fresh: list[dict], where: str) -> None:
+        """R-STATIC-SECTION-HOLDS and R-SECTION-STABILITY-DECLARED: the sections that must hold (must_hold) are
+        the same on every firing since the last Configure whose input gives them no reason to change (reasons):
+        another turn id, other kernel figures, other words in a dynamic prior section or in the conversation,
+        or nothing at all. Shown two ways. A file reader whose budget holds all its files whole has nothing to
+        cut or summarize, so nothing to word anew: any two such firings are compared. Otherwise a summary may
+        be worded anew each time, and only a provider shown steady is judged: the same request repeated, its
+        turn id the same or not, gave them unchanged, and a firing of other words gave them otherwise. Once a
+        fixture was changed since the Configure, what it serves may be any state of it: nothing is judged."""
+        if self.edited:
+            return
+        reasons, whole = self.reasons(record), self.room_for_its_files(record)
+        for requirement, held in self.must_hold(fresh).items():
+            group = self.firings.setdefault((requirement, reasons), [])
+            now = Firing(record.request, held, where)
+            group.append(now)
+            if not any(f.held for f in group):
+                continue  # nothing it wrote had to hold: no evidence either way
+            compared = group[:-1] if whole else _steady_against(group, now)
+            if compared:
+                moved = next((other for other in compared if other.held != now.held), None)
+                self.add(requirement, moved is None, moved and self.moved_message(requirement, now, moved, whole),
+                         where)
+
+    @staticmethod
+    def moved_message(requirement: str, now: Firing, other: Firing, whole: bool) -> str:
+        changed = sorted({(label, provider) for provider, label, _ in set(now.held) ^ set(other.held)})
+        sections = ", ".join(f"{label!r} ({provider})" for label, provider in changed)
+        why = ("with room in its budget for its files whole it had nothing to cut or summarize, so nothing to word "
+               "anew" if whole else "the same request repeated gave them unchanged")
+        what = (f"its sections marked static ({sections})" if requirement == "P-STATIC-SECTION-HOLDS" else
+                f"it declares STABILITY_STATIC, and its sections marked dynamic ({sections})")
+        rule = ("static says a section stays the same for the session (R-STATIC-SECTION-HOLDS)"
+                if requirement == "P-STATIC-SECTION-HOLDS" else
+                "a static plugin's content stays the same for the session save where its files, its config or its "
+                "request (the files touched, the budget, the model) give it reason, whatever hint a section carries "
+                "(R-SECTION-STABILITY-DECLARED)")
+        return f"{what} are not as they were at {other.where}, {_differences(other.request, now.request)}: {why}; {rule}"
+
+    def check_repeated_firing(self, record: StepRecord, own: list[dict], where: str) -> bool:
         """R-EVERY-FIRING-WHOLE: a static file reader that answered a firing with sections of its own answers a
         later firing of the very same input (source, and every field of the request but its turn_id: budget,
         model with its window and ceiling, files touched, the kernel's figures, and the texts of the whole
         prior chain, every provider's) with sections again, unless it is handed its own earlier ones (a kernel
         carrying the chain): each firing's prompt is built from the chain it returns, so leaving out what it
         sent before drops it. Another prior chain is another input: a reader may add nothing a chain already
-        holds. What a Configure set up is forgotten at the next one (note_configure)."""
+        holds. What a Configure set up is forgotten at the next one (note_configure). Whether it charged a delta."""
         if not self.manifest.reads_files or self.capabilities.get("stability") != "STABILITY_STATIC" \
                 or record.source_text is None or record.counting_off:
-            return  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
+            return False  # a firing whose CountTokens fails is another input: it may contribute nothing (R-COUNTTOKENS-UNAVAILABLE)
         request = record.request
         rest = {k: v for k, v in request.items() if k not in ("turn_id", "prior_sections")}
         firing = (record.source_text, json.dumps(rest, sort_keys=True), _chain_texts(request["prior_sections"]))
         if own:
             self.contributed.add(firing)
-        elif firing in self.contributed and not _handed_its_own(request["prior_sections"], self.manifest.name):
+            return False
+        if firing in self.contributed and not _handed_its_own(request["prior_sections"], self.manifest.name):
             self.add("P-FULL-CHAIN", False, "it answered an earlier firing of the same source, budget, model and "
                      "prior chain with its sections, and leaves them out of this one: a delta across firings, "
                      "which the kernel's prompt, built from this chain alone, loses (R-EVERY-FIRING-WHOLE)", where)
+            return True
+        return False
 
     def note_configure(self, record: StepRecord) -> None:
         """What a Configure (a probe's too) changes for the steps after it: the provider is a new input, so the
         firings it answered before are forgotten (R-EVERY-FIRING-WHOLE), and so is what it served before (an
         eager reader reads its source again at Configure, R-EAGER-SOURCE); and it has a configuration it took
-        only when the Configure succeeded (R-COMPACTOR-MUST-FIT)."""
+        only when the Configure succeeded (R-COMPACTOR-MUST-FIT). Another config may rightly write other
+        sections that hold, and an edited fixture may be read at any later firing (R-STATIC-SECTION-HOLDS)."""
         if record.step.kind == "configure":
             self.contributed.clear()
             self.served = None
-            self.static_texts.clear()  # another config may rightly write other static sections (R-STATIC-SECTION-HOLDS)
+            self.firings.clear()
+            self.edited = False
             self.configured = record.result is not None
+        elif record.step.kind in FIXTURE_EDITS:
+            self.edited = True
 
     def check_compactor_names(self, prior: list[dict], written: list[dict], where: str) -> None:
         """A compactor's sections are its own or rewrites of others' (context/data-types.md#ordering--chaining):
@@ -468,10 +548,21 @@ class Checker:
         """Whether the budget held the whole source as written, in any split of it into blocks at its lines: what
         was left out of it then was stripped, not cut to fit (R-TRUNCATED-UNIT). Otherwise a reader that keeps,
         say, TOML front matter as content may have dropped it for the budget, and says truncated rightly."""
-        source = record.source_text or ""
-        lines = sum(1 for line in source.splitlines() if line.strip())
-        count = self.counting.for_target(record, [{"text": {"text": source}}])
-        return count + tokens.BLOCK_SEPARATOR_TOKENS * lines <= record.request["token_budget"]
+        return self.whole_cost(record, record.source_text or "") <= record.request["token_budget"]
+
+    def room_for_its_files(self, record: StepRecord) -> bool:
+        """Whether a file reader that is no compactor, and could count, had a budget that holds every file of the
+        case whole, each in any split into blocks at its lines: it then had nothing to cut or summarize
+        (R-STATIC-SECTION-HOLDS)."""
+        if self.compactor or not self.manifest.reads_files or record.source_text is None or record.counting_off:
+            return False
+        files = [record.source_text, *record.other_texts]
+        return sum(self.whole_cost(record, text) for text in files) <= record.request["token_budget"]
+
+    def whole_cost(self, record: StepRecord, text: str) -> int:
+        """What a text counts for the request's model, with room for it split into a block per line."""
+        lines = sum(1 for line in text.splitlines() if line.strip())
+        return self.counting.for_target(record, [{"text": {"text": text}}]) + tokens.BLOCK_SEPARATOR_TOKENS * lines
 
     def check_placement(self, prior: list[dict], sections: list[dict], where: str) -> None:
         found = placement(prior, sections, self.manifest.name)

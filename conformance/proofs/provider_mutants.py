@@ -8,6 +8,7 @@ unavoidably breaks with them that its killing vectors do not cite. `manifest` na
 from __future__ import annotations
 
 import glob
+import hashlib
 import math
 import os
 import re
@@ -19,8 +20,9 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
-                                                  FramesItsSection, LoadsNearTouchedFiles, NotesAnUnusableConfig,
-                                                  ReadsFirstGlobMatch, SectionPerSentence)
+                                                  FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
+                                                  NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
+                                                  SkipsWhatStaticSectionsHold)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -62,17 +64,6 @@ class UnspecifiedStability(FileReader):
 
     def section(self, label, text, count, truncated):
         return {**super().section(label, text, count, truncated), "stability": "STABILITY_STATIC"}
-
-
-@mutant("P-SECTION-STABILITY-DECLARED")
-class SectionStabilityFromFile(FileReader):
-    """Keeps declaring static, but marks its section dynamic while its file says so anywhere: a per-call
-    judgment of the section's stability."""
-
-    def section(self, label, text, tokens, truncated):
-        dynamic = self.path is not None and "stability: dynamic" in self.path.read_text(errors="replace")
-        return {**super().section(label, text, tokens, truncated)} | (
-            {"stability": "STABILITY_DYNAMIC"} if dynamic else {})
 
 
 @mutant("P-CAP-STATIC-PROPERTIES")
@@ -1204,3 +1195,105 @@ class CompactorDividesByTheCeiling(Compactor):
         except ZeroDivisionError as error:
             raise _unhandled(error) from None
         return len(history) > self.KEEP_TAIL and share > self.threshold
+
+
+# --- stability: sections that change where their input gave no reason (R-STATIC-SECTION-HOLDS) --------------
+
+class _StampsItsSection(FileReader):
+    """Adds a sentence to the end of its section's text where the budget leaves room for it (so that it breaks
+    nothing but stability); what the sentence says is each mutant's."""
+
+    def stamp(self, request: dict) -> str:
+        raise NotImplementedError
+
+    def contribute(self, request, call):
+        self.request = request["request"]
+        return super().contribute(request, call)
+
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        if section:
+            stamped = text_block(f"{tokens.text_of(section['content'])}\n\n{self.stamp(self.request)}")
+            if count(stamped) <= budget:
+                section = {**section, "content": stamped, "tokens": count(stamped)}
+        return section
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class CountsItsFirings(_StampsItsSection):
+    """Ends its static section with how many times it has been fired since it started: a counter no two
+    firings share, the very same request repeated included."""
+
+    fired = 0
+
+    def stamp(self, request):
+        self.fired += 1
+        return f"Served {self.fired} times so far."
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class StampsItsTurn(_StampsItsSection):
+    """Ends its static section with the turn id it was fired for."""
+
+    def stamp(self, request):
+        return f"Served for turn {request.get('turn_id', '')}."
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class StampsTheKernelFigures(_StampsItsSection):
+    """Ends its static section with the kernel's figures of the conversation and of the last turn's context."""
+
+    def stamp(self, request):
+        return (f"The conversation counts {request.get('history_tokens', 0)} tokens, the last turn's context "
+                f"{request.get('assembled_tokens_last_turn', 0)}.")
+
+
+@mutant("P-SECTION-STABILITY-DECLARED")
+class NotesTheLastTurnSize(FileReader):
+    """Declared static, adds a section marked dynamic saying how large the last turn's context was, where the
+    kernel says it was anything and the budget leaves room: content that moves with the kernel's figures, which
+    no static plugin's does, whatever hint its section carries."""
+
+    def contribute(self, request, call):
+        self.assembled = int(request["request"].get("assembled_tokens_last_turn", 0))
+        return super().contribute(request, call)
+
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        note = text_block(f"The context of the last turn came to {self.assembled} tokens.")
+        if self.assembled and count(note) <= budget - sum(s["tokens"] for s in sections):
+            sections.append({**self.section("Last turn", "", count(note), False), "content": note,
+                             "stability": "STABILITY_DYNAMIC"})
+        return sections
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class SkipsWhatADynamicSectionHolds(SkipsWhatStaticSectionsHold):
+    """Adds nothing where another provider's prior section holds its file's text, a dynamic one too: its static
+    section comes and goes with that section's words."""
+
+    HOLDERS = ("STABILITY_STATIC", "STABILITY_DYNAMIC")
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class MergedUnderItsDigest(Compactor):
+    """Merges as a last resort under the stability of the first section it merges, and labels the merged section
+    with a digest of its text: a label no two texts share."""
+
+    def merged(self, prior, budget, count):
+        return [{**s, "stability": prior[0]["stability"],
+                 "label": f"{self.MERGED_LABEL} {hashlib.sha256(tokens.text_of(s['content']).encode()).hexdigest()[:8]}"}
+                for s in super().merged(prior, budget, count)]
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class LabelsStaticMergeByTurn(MergesStaticApart):
+    """Merges static sections apart, as MergesStaticApart does, under a label that names the turn."""
+
+    def contribute(self, request, call):
+        self.turn = request["request"].get("turn_id", "")
+        return super().contribute(request, call)
+
+    def merged(self, prior, budget, count):
+        return [{**s, "label": f"{s['label']} (turn {self.turn})"} if s["label"] == self.STATIC_LABEL else s
+                for s in super().merged(prior, budget, count)]

@@ -233,6 +233,19 @@ class SummarizingReaderFlagsIt(SummarizingReader):
     FLAGGED = True
 
 
+@variant("summarizes a source over its budget in words it finds anew on every firing, as a language model would "
+         "(here it numbers its takes), and keeps the summary static", "R-STATIC-SECTION-HOLDS")
+class RewordsItsSummary(SummarizingReader):
+    takes = 0
+
+    def contribute(self, request, call):
+        self.takes += 1
+        return super().contribute(request, call)
+
+    def summary(self, topics):
+        return f"In short, take {self.takes}: about {', '.join(topics)}."
+
+
 # --- when it reads its source (R-EAGER-SOURCE) -----------------------------------------------------
 
 @variant("reads its file once, at Configure, and returns the same sections on every firing of the same budget "
@@ -498,6 +511,23 @@ class MergesStaticApart(Compactor):
         return kept + (super().merged(others, left, count) if left > 0 else [])
 
 
+@variant("words its summaries anew on every firing, as a language model would (here it numbers its takes), each "
+         "keeping the stability of the section it summarizes", "R-STATIC-SECTION-HOLDS")
+class CompactorRewordsItsSummaries(Compactor):
+    takes = 0
+
+    def contribute(self, request, call):
+        self.takes += 1
+        return super().contribute(request, call)
+
+    def summarized(self, section, kept, count):
+        leads = [lead_sentence(p, self.LEAD_WORDS) for p in paragraphs(text_of(section["content"]))]
+        summary = text_block(f"Take {self.takes} on {section['label']}: " + " ".join(leads[:kept]))
+        if count(summary) >= count(section["content"]):
+            return section
+        return {**section, "content": summary, "tokens": count(summary), "truncated": True}
+
+
 class AppendsStatus(Compactor):
     """A compactor that adds a status section of its own after the chain: fit_chain fits the prior chain to the
     budget the status leaves (the status is left out when not even it fits). Its mutants in provider_mutants
@@ -594,17 +624,49 @@ class ReplacesItsHandedSections(FileReader):
         return {"sections": [s for s in reply["sections"][:n] if s["provider"] != self.NAME] + reply["sections"][n:]}
 
 
-@variant("adds nothing when another provider's section in the prior chain already holds its file's text",
+@variant("adds nothing when another provider's static section in the prior chain already holds its file's text",
          "R-EVERY-FIRING-WHOLE")
-class SkipsWhatTheChainHolds(FileReader):
+class SkipsWhatStaticSectionsHold(FileReader):
+    HOLDERS = ("STABILITY_STATIC",)  # whose sections it leaves its text out for: ones that hold still
+
     def own_sections(self, text, budget, count):
         sections = super().own_sections(text, budget, count)
-        held = {" ".join(text_of(s["content"]).split()) for s in self.prior if s.get("provider") != self.NAME}
+        held = {" ".join(text_of(s["content"]).split()) for s in self.prior
+                if s.get("provider") != self.NAME and s.get("stability") in self.HOLDERS}
         return [] if sections and all(" ".join(text_of(s["content"]).split()) in held for s in sections) else sections
 
     def contribute(self, request, call):
         self.prior = request["request"].get("prior_sections", [])
         return super().contribute(request, call)
+
+
+@variant("declared static, marks its section dynamic while its file says of itself that it is dynamic",
+         "R-SECTION-STABILITY-DECLARED")
+class SectionStabilityFromFile(FileReader):
+    def read(self):
+        text = super().read()
+        self.says_dynamic = "stability: dynamic" in text
+        return text
+
+    def section(self, label, text, tokens, truncated):
+        return {**super().section(label, text, tokens, truncated)} | (
+            {"stability": "STABILITY_DYNAMIC"} if getattr(self, "says_dynamic", False) else {})
+
+
+@variant("declared static, adds after its static section a short one marked dynamic naming the files touched",
+         "R-SECTION-STABILITY-DECLARED")
+class NotesFilesTouched(FileReader):
+    def contribute(self, request, call):
+        self.touched = request["request"].get("files_touched") or []
+        return super().contribute(request, call)
+
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        note = text_block("Files touched so far: " + ", ".join(self.touched))
+        if self.touched and count(note) <= budget - sum(s["tokens"] for s in sections):
+            sections.append({**self.section("Files touched", "", count(note), False), "content": note,
+                             "stability": "STABILITY_DYNAMIC"})
+        return sections
 
 
 @variant("labels its section with the file's first heading, and with the file's name when that heading is empty",

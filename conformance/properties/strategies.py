@@ -843,9 +843,12 @@ def provider_scenarios(draw, share: int | None = DEFAULT_SHARE, own_name: str = 
     large = draw(swarm("provider", share)) if switched is None else switched
     calls = draw(PROVIDER["steps"].strategy("steps" in large))
     steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests(large, own_name))} for _ in range(calls)]
-    if calls >= 3 and draw(st.integers(0, 2)) == 0:  # R-STATIC-SECTION-HOLDS: the last three firings one
-        first = steps[calls - 2]["contribute"]         # request, then the same again, then reworded
-        steps[calls - 1:] = [{"contribute": copy.deepcopy(first)}, {"contribute": _reworded(first)}]
+    if calls >= 3 and draw(st.integers(0, 2)) == 0:
+        # R-STATIC-SECTION-HOLDS: the last three firings one request, then the same again in its turn (that of its
+        # step), then reworded in the next turn, the kernel's figures sometimes changed too.
+        first = steps[calls - 2]["contribute"]
+        again = {**copy.deepcopy(first), "turn": calls - 2}
+        steps[calls - 1:] = [{"contribute": again}, {"contribute": _reworded(first, draw(st.booleans()))}]
     source = draw(large_fixtures() if "source" in large else fixture_texts())
     return {"id": "provider/property/generated", "title": "A generated provider scenario", "requirements": [],
             "files": {SOURCE_NAME: source, **draw(_nested_fixtures)}, "steps": steps}
@@ -855,10 +858,14 @@ _NEXT_LETTER = str.maketrans("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX
                              "bcdefghijklmnopqrstuvwxyzaBCDEFGHIJKLMNOPQRSTUVWXYZA")
 
 
-def _reworded(request: dict) -> dict:
+def _reworded(request: dict, figures: bool = False) -> dict:
     """The request with other words in its dynamic prior sections, letter for letter (a to b, z to a): every
-    length, word count, byte count and figure stays, so a provider's budget presses just as hard."""
+    length, word count, byte count and figure stays, so a provider's budget presses just as hard. With
+    `figures`, the kernel's figures change too: a reason for a compactor only (R-STATIC-SECTION-HOLDS)."""
     request = copy.deepcopy(request)
+    if figures:
+        request["history_tokens"] = request.get("history_tokens", 0) + 17
+        request["assembled_tokens_last_turn"] = request.get("assembled_tokens_last_turn", 0) + 23
     for section in request["prior_sections"]:
         if section.get("stability") == "STABILITY_DYNAMIC":
             for block in section["content"]:
