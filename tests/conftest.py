@@ -177,9 +177,11 @@ def selftest_part(run_once):
 
 # Files holding single tests of a minute or more on a loaded machine (measured with -n 4): the packaging test,
 # the demo matrix (two mutants' counterexamples shrunk), the plugin's mutant under xdist, the merged matrix
-# shards, the CI script's fresh install, a search of 300 large scenarios.
+# shards, the CI script's fresh install, a search of 300 large scenarios; and the plugin-launching tests, five of
+# 35 to 55 s that mostly wait out plugins' shutdown graces: handed out last, they ran one after another on one
+# worker for the run's last three minutes while the others sat idle.
 LONG = ("test_selftest.py", "test_packaging.py", "test_matrix.py", "test_pytest_plugin.py", "test_shards.py",
-        "test_ci_integration.py", "test_scenario_space.py")
+        "test_ci_integration.py", "test_scenario_space.py", "test_launch_plugins.py")
 
 
 def pytest_collection_modifyitems(items):
