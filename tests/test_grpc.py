@@ -208,6 +208,76 @@ def test_an_answer_the_suite_gave_past_the_kernels_deadline_may_be_timed_out(cat
     _clean(results)
 
 
+SLOW_TOKENIZER_VECTOR = """
+id: kernel/counting/tokenizer-answer-at-the-deadline
+title: the suite's tokenizer answers after the kernel stopped waiting for it
+requirements: [K-PRIOR-SECTIONS]
+invariant_requirements: [K-COUNT-RESOLUTION, K-HISTORY-TOKENS, K-ASSEMBLED-LAST-TURN]
+setup:
+  models: [{id: m, provider: acme, context_window: 100000, reserved_output: 4000, system_overhead: 6000,
+            count_tokens: true}]
+  primary_model: m
+  providers:
+    - name: notes
+      capabilities: {default_token_budget: 100, stability: STABILITY_STATIC}
+      script: [{append: [{label: Notes, text: "a note of some eight words, or so"}]}]
+turns:
+  - assemble: {session_id: 01JD9C0000SESSIONCOUNTS0099, turn_id: 01JD9C0000TURNCOUNTS000098, model: m,
+               new_messages: [{role: user, text: "a question in a good few words, counted twice"}]}
+    expect: {K-PRIOR-SECTIONS: {turn_failed: false}}
+  - assemble: {session_id: 01JD9C0000SESSIONCOUNTS0099, turn_id: 01JD9C0000TURNCOUNTS000099, model: m,
+               new_messages: [{role: user, text: "and another"}]}
+    expect: {K-PRIOR-SECTIONS: {turn_failed: false}}
+"""
+
+SHORT_TOKENIZER_DEADLINE = """
+import time
+from conformance.reference.kernel import ReferenceKernel
+
+
+class ShortTokenizerDeadline(ReferenceKernel):
+    \"\"\"Gives up on a CountTokens answer slower than 0.3 s and counts by the fallback formula.\"\"\"
+
+    def tokenizer_count(self, content, model, call):
+        started = time.monotonic()
+        count = super().tokenizer_count(content, model, call)
+        return None if time.monotonic() - started > 0.3 else count
+"""
+
+
+@pytest.mark.parametrize("noted", [True, False], ids=["noted-late", "answered-in-time"])
+def test_a_tokenizer_answer_past_the_kernels_deadline_may_be_counted_by_the_formula(catalog, tmp_path, monkeypatch,
+                                                                                    noted):
+    # R-TOKENIZER-DOWN: a kernel that gave up on the tokenizer counts by the formula. When the suite's answer
+    # came at the kernel's deadline that is accepted; when the suite answered in time it is K-COUNT-RESOLUTION.
+    from conformance.bindings import fake_services
+    from conformance.data import vectors as vectors_mod
+    path = tmp_path / "kernel" / "counting" / "tokenizer-answer-at-the-deadline.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(SLOW_TOKENIZER_VECTOR)
+    vector = vectors_mod.load_file(path, catalog, tmp_path)
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "short_deadline.py").write_text(SHORT_TOKENIZER_DEADLINE)
+    note = fake_services.Relay._note_if_late
+
+    def slow(on_callback, call, provider, context):
+        if call != "CountTokens":
+            return note(on_callback, call, provider, context)
+        time.sleep(0.5)
+        if noted:
+            on_callback.mark_late(call, provider)
+
+    monkeypatch.setattr(fake_services.Relay, "_note_if_late", staticmethod(slow))
+    command = f"env PYTHONPATH={tmp_path / 'mod'} " + HARNESS.replace("conformance.reference.kernel:create",
+                                                                       "short_deadline:ShortTokenizerDeadline")
+    with Connection(lambda: GrpcKernelBinding(tmp_path, 10.0, command=command)) as connection:
+        results = kernel_run.run_vectors(connection, [vector])
+    if noted:
+        _clean(results)
+    else:
+        assert {f.requirement for r in results for f in r.failures()} == {"K-COUNT-RESOLUTION"}, results
+
+
 COUNTING_PROVIDER = """
 import time
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conformance.engine import expectations, prompt_text
 from conformance.engine.kernel_driver import CallRecord, Transcript, TurnRecord
@@ -314,7 +314,8 @@ def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> lis
     request, result = record.turn.input, record.result
     model = _counted_for(scenario, request)
     exact = bool(model and model.exact)
-    if exact and not (request.get("model_ref") or {}).get("provider") and \
+    # A model_ref naming only the id, or a tokenizer answering at the kernel's deadline: the formula may count.
+    if exact and (not (request.get("model_ref") or {}).get("provider") or tokenizer_late(record)) and \
             result["count"] == tokens.fallback_count(request["content"]) and result["exact"] is False:
         exact = False
     want = model.tokenizer_count(request["content"]) if exact else tokens.fallback_count(request["content"])
@@ -325,6 +326,11 @@ def check_count(scenario: KernelScenario, record: TurnRecord, where: str) -> lis
         Finding("K-COUNT-EXACT-FLAG", exact_is_truthful(model, request["content"], result),
                 f"exact {result['exact']} for a count of {result['count']}, which is not what produced it", where),
     ]
+
+
+def tokenizer_late(record: TurnRecord) -> bool:
+    """Whether the suite's tokenizer answered some CountTokens call of the turn at the kernel's deadline."""
+    return any(c.call == "CountTokens" and c.late for c in record.calls)
 
 
 def _counted_for(scenario: KernelScenario, request: dict) -> Model | None:
@@ -358,6 +364,9 @@ class TurnCheck:
         self.launched_plugins = "launch_plugins" in features
         self.input = record.turn.input
         self.model: Model = scenario.model(self.input["model"])
+        # The suite's tokenizer answered at the kernel's deadline: the kernel may have counted that content by
+        # the fallback formula, as when the tokenizer fails (R-TOKENIZER-DOWN); both counts are accepted.
+        self.by_formula_too = self.model.exact and tokenizer_late(record)
         self.state = sessions.setdefault(self.input["session_id"], SessionState())
         self.result = record.result
         self.start_history = self.resumed_history()
@@ -373,7 +382,10 @@ class TurnCheck:
         reused by another list never finds them; the turn's histories are never changed in place."""
         entry = self._counted.get(id(history))
         if entry is None or entry[0] is not history:
-            entry = self._counted[id(history)] = (history, history_counts(history, self.model.count))
+            figures = history_counts(history, self.model.count)
+            if self.by_formula_too:
+                figures |= history_counts(history, tokens.fallback_count)
+            entry = self._counted[id(history)] = (history, figures)
         return entry[1]
 
     def add(self, requirement: str, passed: bool, message: str = "", where: str = "") -> None:
@@ -441,6 +453,8 @@ class TurnCheck:
         self.state.last_chain = chain
         self.state.last_totals = assembled_totals(chain, self.model.count) | {sum(s["tokens"] for s in chain)}
         self.state.last_by_formula = assembled_totals(chain, tokens.fallback_count)
+        if self.by_formula_too:
+            self.state.last_totals |= self.state.last_by_formula
         return self.findings
 
     def resumed_history(self) -> list[dict]:
@@ -597,6 +611,10 @@ class TurnCheck:
             judgment = judge_failure(fake.name, prior, {"code": "UNREADABLE_REPLY"}, self.model, fake.compactor)
         else:
             judgment = judge_reply(fake, prior, call.result, call.request["token_budget"], self.model)
+            if self.by_formula_too:
+                judgment = either(judgment, judge_reply(fake, prior, call.result, call.request["token_budget"],
+                                                        replace(self.model, tokenizer_down=True)),
+                                  "the tokenizer answering at the kernel's deadline, counted by the formula")
         if call.late and not call.hung:  # answered at the kernel's deadline: it may have timed out instead
             judgment = either(judgment, judge_failure(fake.name, prior, {"code": "DEADLINE_EXCEEDED"}, self.model))
         if call.error and errors.category_of(call.error.get("context_error")) == "invalid_request":

@@ -163,14 +163,16 @@ def judge_failure(provider: str, prior: list[dict], error: dict, model: Model, c
                              why=why, may_fail_turn=True, turn_error_contains=contains), prior, model)
 
 
-def either(answered: Judgment, timed_out: Judgment) -> Judgment:
-    """A call whose answer came at the kernel's deadline: the kernel may have taken the answer, or given up on
-    the provider as timed out (K-TIMEOUT). Content the answer must not bring in stays barred."""
-    contains = () if not (answered.turn_error_contains and timed_out.turn_error_contains) else \
-        (*answered.turn_error_contains, *timed_out.turn_error_contains)
-    return replace(answered, outcomes=[*answered.outcomes, *timed_out.outcomes],
-                   may_fail_turn=answered.may_fail_turn or timed_out.may_fail_turn, turn_error_contains=contains,
-                   why=f"{answered.why}; or, answered at the kernel's deadline, it timed out: {timed_out.why}")
+def either(answered: Judgment, other: Judgment,
+           because: str = "answered at the kernel's deadline, it timed out") -> Judgment:
+    """Two readings of one call, both legal: a call whose answer came at the kernel's deadline, which the kernel
+    may have taken or given up on as timed out (K-TIMEOUT), say. Content the answer must not bring in stays
+    barred."""
+    contains = () if not (answered.turn_error_contains and other.turn_error_contains) else \
+        (*answered.turn_error_contains, *other.turn_error_contains)
+    return replace(answered, outcomes=[*answered.outcomes, *other.outcomes],
+                   may_fail_turn=answered.may_fail_turn or other.may_fail_turn, turn_error_contains=contains,
+                   why=f"{answered.why}; or, {because}: {other.why}")
 
 
 def raw_messages(error: dict) -> tuple[str, ...]:

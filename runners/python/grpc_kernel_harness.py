@@ -20,6 +20,7 @@ from google.protobuf import json_format
 
 from conformance.bindings.base import CallFailed
 from conformance.bindings.grpc_wire import CHANNEL_OPTIONS, abort, failure_from, server, start
+from conformance.reference.plugin_host import SETUP_TIMEOUT
 from conformance.wire import forms
 from conformance.wire.pb.ctxconf.harness.v1 import harness_pb2, harness_pb2_grpc
 from conformance.wire.pb.pluggableharness.context.v1 import context_pb2, context_pb2_grpc
@@ -41,6 +42,8 @@ class Remote:
         self.tokenizer = harness_pb2_grpc.SuiteTokenizerStub(self._channel(config["tokenizer_address"])) \
             if config.get("tokenizer_address") else None
         self.deadline = (config.get("hook_timeout_ms") or 10000) / 1000 if deadlines else None
+        # Only Contribute is a hook: the tokenizer and the setup calls get the longer of it and SETUP_TIMEOUT.
+        self.other_deadline = max(self.deadline, SETUP_TIMEOUT) if deadlines else None
 
     def _channel(self, address: str) -> grpc.Channel:
         channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
@@ -50,11 +53,12 @@ class Remote:
     def __call__(self, name: str, provider: str | None, request: dict) -> dict:
         try:
             if name == "CountTokens":
-                reply = self.tokenizer.CountTokens(forms.parse("CountTokensRequest", request), timeout=self.deadline)
+                reply = self.tokenizer.CountTokens(forms.parse("CountTokensRequest", request),
+                                                   timeout=self.other_deadline)
             else:
                 method, message = CALLS[name]
-                reply = getattr(self.providers[provider], method)(forms.from_json(message, request),
-                                                                  timeout=self.deadline)
+                deadline = self.deadline if name == "Contribute" else self.other_deadline
+                reply = getattr(self.providers[provider], method)(forms.from_json(message, request), timeout=deadline)
         except grpc.RpcError as error:
             raise failure_from(error) from None
         return forms.to_json(reply)
