@@ -714,15 +714,19 @@ def _line_forms(text: str) -> list[list[str]]:
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(?:.*?\n)?\1[ \t]*(?:\n|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _COMMENT_LINES = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*$\n?", re.DOTALL | re.MULTILINE)
+_HEADING_MARK = re.compile(r"^([ \t]*)#{1,6}[ \t]+(?=\S)", re.MULTILINE)  # a markdown heading's opening #s
 
 
 def _stripped_forms(source: str) -> list[str]:
     """The source as written, then as each stripping of authoring artifacts leaves it
     (context/data-types.md#stripping-non-semantic-artifacts): without its front matter (YAML or TOML),
-    without the HTML comments that fill whole lines, or without every HTML comment, or both."""
+    without the HTML comments that fill whole lines, or without every HTML comment, or both; and each of
+    those without its markdown heading markers (R-TRUNCATED-UNIT: the content is the provider's to format,
+    and a heading served as a plain line has lost none of its words)."""
     forms = [source]
     for text in (source, _FRONT_MATTER.sub("", source, count=1)):
         forms += [text, _COMMENT_LINES.sub("", text), _HTML_COMMENT.sub("", text)]
+    forms += [_HEADING_MARK.sub("", form) for form in forms]
     return list(dict.fromkeys(forms))
 
 

@@ -22,7 +22,7 @@ from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
                                                   FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
                                                   NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
-                                                  SkipsWhatStaticSectionsHold)
+                                                  SkipsWhatStaticSectionsHold, StripsHeadingMarkers)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -982,6 +982,25 @@ class TruncatedWhenAltered(FileReader):
         sections = super().own_sections(text, budget, count)
         raw = self.read()
         return [{**s, "truncated": True} for s in sections] if self.strip(raw) != raw else sections
+
+
+@mutant("P-TRUNCATED-FLAG")
+class HeadingMarkersCountAsCut(StripsHeadingMarkers):
+    """Serves its file without the markdown heading markers and says truncated whenever that changed the text,
+    the whole file too: leaving out a heading's #s counts as cutting for it."""
+
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        plain = FileReader.strip(self, self.read())
+        return [{**s, "truncated": True} for s in sections] if self.strip(plain) != plain else sections
+
+
+@mutant("P-TRUNCATED-FLAG")
+class HeadingMarkersCutUnflagged(StripsHeadingMarkers):
+    """Serves its file without the markdown heading markers, and never sets truncated, even when it cut."""
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, count, False)
 
 
 @mutant("P-SECTION-LABEL")

@@ -191,6 +191,26 @@ class KeepsLastParagraphs(_SelectsParagraphs):
         return list(reversed(range(len(pieces))))
 
 
+@variant("keeps the last paragraphs that fit and, where not even the last fits, the last words of it that do, "
+         "flagged truncated", "R-SELF-REDUCE-CONTRIBUTES")
+class KeepsLastWords(FileReader):
+    def own_section(self, text, budget, count):
+        pieces = paragraphs(text)
+        fits = lambda t: count(text_block(t)) <= budget  # noqa: E731
+        if not pieces or fits("\n\n".join(pieces)):
+            return super().own_section(text, budget, count)
+        kept = longest_fitting(len(pieces) - 1, lambda k: fits("\n\n".join(pieces[-k:])))
+        if kept:
+            final = "\n\n".join(pieces[-kept:])
+        else:  # the longest run of whole words at the end of the last paragraph that fits
+            starts = [m.start() for m in re.finditer(r"\S+", pieces[-1])]
+            words = longest_fitting(len(starts) - 1, lambda w: fits(pieces[-1][starts[-w]:]))
+            if not words:
+                return None
+            final = pieces[-1][starts[-words]:]
+        return self.section(self.label, final, count(text_block(final)), True)
+
+
 @variant("keeps the longest paragraphs that fit, wherever they are, and flags that selection of whole paragraphs "
          "not truncated", "R-TRUNCATED-UNIT")
 class KeepsLongestParagraphs(_SelectsParagraphs):
@@ -688,6 +708,15 @@ class StripsCommentLinesOnly(FileReader):
 
     def strip(self, text):
         return self.COMMENT_LINES.sub("", self.FRONT_MATTER.sub("", text, count=1))
+
+
+@variant("serves its file reformatted: the markdown heading markers (the #s opening a line) left out, the rest "
+         "stripped and reduced as the reference does", "R-TRUNCATED-UNIT")
+class StripsHeadingMarkers(FileReader):
+    HEADING_MARK = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
+
+    def strip(self, text):
+        return self.HEADING_MARK.sub("", super().strip(text))
 
 
 @variant("selects whole paragraphs in order, each heading kept with the paragraph after it, and fails as "
