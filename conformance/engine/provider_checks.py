@@ -788,14 +788,18 @@ def _taken(section: dict, forms: list[_Source], sources: list[_Source]) -> tuple
 
 
 def _seen_through(lines: list[str], sources: list[_Source]) -> list[str]:
-    """The lines without those a provider added at either end of what it took from its source: a line found
-    nowhere in the source (a heading naming the file, a note of its own), or a whole line of the source that
-    does not run on into the line beside it (a heading it repeats). A line that is a piece of a source line
-    stays: it may be the cut itself, or a word of a summary, which nothing tells apart. The last line left is
-    kept."""
+    """The lines without those a provider added to what it took from its source: wherever it stands, a line
+    found nowhere in the source (a heading naming the file, one of its own between two pieces, a note of its
+    own); at either end, a whole line of the source that does not run on into the line beside it (a heading
+    it repeats). A line that is a piece of a source line stays: it may be the cut itself, or a word of a
+    summary, which nothing tells apart. The last line left is kept."""
+    def found(line: str) -> bool:
+        return any(s.holds(line) for s in sources)
+
     def added(line: str, pair: str) -> bool:
-        return not any(s.holds(line) for s in sources) or (
+        return not found(line) or (
             any(line in s.line_set for s in sources) and not any(s.holds(pair) for s in sources))
+    lines = [line for line in lines if found(line)] or lines[-1:]
     start, end = 0, len(lines)
     while end - start > 1 and added(lines[start], f"{lines[start]} {lines[start + 1]}"):
         start += 1

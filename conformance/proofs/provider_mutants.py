@@ -22,7 +22,8 @@ from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
                                                   FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
                                                   NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
-                                                  SkipsWhatStaticSectionsHold, StripsHeadingMarkers)
+                                                  SkipsWhatStaticSectionsHold, StripsHeadingMarkers,
+                                                  HeadingStaysWithItsParagraph)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -1316,3 +1317,45 @@ class LabelsStaticMergeByTurn(MergesStaticApart):
     def merged(self, prior, budget, count):
         return [{**s, "label": f"{s['label']} (turn {self.turn})"} if s["label"] == self.STATIC_LABEL else s
                 for s in super().merged(prior, budget, count)]
+
+
+
+@mutant("P-TRUNCATED-FLAG")
+class MarksTheCutWithAnEllipsis(MarksTheCutInTheText):
+    """Says where it cut with an ellipsis right after the last word it kept, and leaves the flag false."""
+
+    MARK = "…"
+
+
+@mutant("P-TRUNCATED-FLAG")
+class CutBehindItsOwnHeading(HeadingStaysWithItsParagraph):
+    """Keeps whole paragraphs (a heading with the one after it) while they fit, then puts a heading of its own
+    ("## (continued)") before the words of the next one that fit, and flags nothing truncated: a verbatim piece
+    of the file cut inside a sentence, with a line of its own in the middle."""
+
+    HEADING = "## (continued)"
+
+    def own_sections(self, text, budget, count):
+        units = self.units(paragraphs(text))
+        fits = lambda t: count(text_block(t)) <= budget  # noqa: E731
+        kept = 0
+        while kept < len(units) and fits("\n\n".join(units[:kept + 1])):
+            kept += 1
+        if not kept or kept == len(units):
+            return FileReader.own_sections(self, text, budget, count)
+        head, words = "\n\n".join(units[:kept]) + f"\n\n{self.HEADING}\n\n", units[kept].split(" ")
+        n = 0
+        while n < len(words) - 1 and fits(head + " ".join(words[:n + 1])):
+            n += 1
+        if not n:
+            return FileReader.own_sections(self, text, budget, count)
+        final = head + " ".join(words[:n])
+        return [self.section(self.label, final, count(text_block(final)), False)]
+
+
+@mutant("P-TRUNCATED-FLAG")
+class CompactorFlagsAChainThatFits(Compactor):
+    """Flags every section truncated, those of a chain that already fits and comes back whole too."""
+
+    def fit_chain(self, prior, budget, count):
+        return [{**s, "truncated": True} for s in super().fit_chain(prior, budget, count)]
