@@ -37,8 +37,9 @@ ATTRIBUTE_TYPES = frozenset(config_probes.KIND_OF_TYPE)  # config.v1.AttrType
 # and any other provider nothing its sections may follow (R-STATIC-SECTION-HOLDS).
 KERNEL_FIGURES = ("history_tokens", "assembled_tokens_last_turn")
 FIXTURE_EDITS = ("write", "delete", "spoil")
-# What a provider may put where it cut its text: an ellipsis, or a short note in brackets ("[...]", "[truncated]").
-CUT_MARK = re.compile(r"\s*(…|\.\.\.|[\[(][^\[\]()]{0,24}[\])])$")
+# What a provider may put where it cut its text: an ellipsis, or a short note in brackets ("[...]", "[truncated]"),
+# one or several ("… [truncated]"), each perhaps closed by a full stop or other closing mark ("[...].").
+CUT_MARK = re.compile(r"(?:\s*(?:…|⋯|\.\.\.|[\[(][^\[\]()]{0,24}[\])])[.!?]?)+$")
 
 
 def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Finding]:

@@ -1328,6 +1328,13 @@ class MarksTheCutWithAnEllipsis(MarksTheCutInTheText):
 
 
 @mutant("P-TRUNCATED-FLAG")
+class MarksTheCutWithAClosedNote(MarksTheCutInTheText):
+    """Says where it cut with a bracketed ellipsis closed by a full stop (" [...]."), and leaves the flag false."""
+
+    MARK = " [...]."
+
+
+@mutant("P-TRUNCATED-FLAG")
 class CutBehindItsOwnHeading(HeadingStaysWithItsParagraph):
     """Keeps whole paragraphs (a heading with the one after it) while they fit, then puts a heading of its own
     ("## (continued)") before the words of the next one that fit, and flags nothing truncated: a verbatim piece
