@@ -689,8 +689,9 @@ def _compactor_truncation_problems(written: list[dict], prior: list[dict]) -> li
         sources = [_Source(_lines_of(p)) for p in originals]
         taken = [_taken(s, sources, sources) for s in sections]
         whole = " ".join(run for run, _ in taken if run)
+        # Whole, a note of its own in brackets after it marks no cut: nothing of the text is missing.
         kept = [p for p, source in zip(originals, sources) if whole and whole == source.joined
-                and not any(marked for _, marked in taken) and tokens.is_text_only(p["content"])]
+                and tokens.is_text_only(p["content"])]
         if kept:
             problems += [f"section {s['label']!r} ({s['provider']}) holds the text of the section it stands for "
                          "whole, which said truncated false, yet says truncated: nothing in it was cut"

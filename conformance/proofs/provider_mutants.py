@@ -796,6 +796,25 @@ class CompactorFlagsWhatItKeeps(Compactor):
 
 
 @mutant("P-TRUNCATED-FLAG")
+class CompactorNotesWhatItKeeps(Compactor):
+    """Hands back the sections of a chain it reduced that it keeps whole with a note of its own in brackets on a
+    line after their text ("[kept as it came]"), and flags them truncated: the chain was cut down, they were not."""
+
+    NOTE = "\n[kept as it came]"
+
+    def fit_chain(self, prior, budget, count):
+        chain = super().fit_chain(prior, budget, count)
+        if chain is prior:
+            return chain
+        kept = [s in prior and tokens.is_text_only(s["content"]) for s in chain]
+        noted = [{**s, "content": text_block(tokens.text_of(s["content"]) + self.NOTE)} if k else s
+                 for s, k in zip(chain, kept)]
+        if self.total(noted, count) > budget:
+            return chain
+        return [{**s, "truncated": True, "tokens": count(s["content"])} if k else s for s, k in zip(noted, kept)]
+
+
+@mutant("P-TRUNCATED-FLAG")
 class CompactorCutsUnflagged(CompactorCutsAsLastResort):
     """As its last resort keeps the first section of the chain cut to the words that fit, and flags it not
     truncated."""
