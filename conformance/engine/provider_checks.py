@@ -671,7 +671,8 @@ def _truncation_problems(own: list[dict], source: str | None, others: list[str] 
 
 def _compactor_truncation_problems(written: list[dict], prior: list[dict]) -> list[str] | None:
     """R-TRUNCATED-UNIT on the sections a compactor wrote, judged against the section of the chain they stand
-    in the place of (the same provider and label), as a reader's against its file: those that together hold
+    in the place of (the same provider and label), as a reader's against its file, in the same stripped forms
+    (authoring artifacts and heading markers left out): those that together hold
     its text whole (lines of their own around it set aside) say false where it did, for nothing in it was cut,
     by its owner or by the compactor, and either where it said true (its owner cut it, the compactor did not);
     a verbatim piece of it cut inside a sentence says true. A section under a name or label of its own (a merge,
@@ -686,16 +687,20 @@ def _compactor_truncation_problems(written: list[dict], prior: list[dict]) -> li
         if not originals:
             continue
         judged = True
-        sources = [_Source(_lines_of(p)) for p in originals]
+        forms = [[_Source(lines) for lines in _line_forms("\n".join(tokens.texts_of(p["content"])))]
+                 for p in originals]
+        sources = [f for each in forms for f in each]  # each original as written, then in its stripped forms
         taken = [_taken(s, sources, sources) for s in sections]
         whole = " ".join(run for run, _ in taken if run)
         # Whole, a note of its own in brackets after it marks no cut: nothing of the text is missing.
-        kept = [p for p, source in zip(originals, sources) if whole and whole == source.joined
+        kept = [p for p, each in zip(originals, forms) if whole and whole == each[0].joined
                 and tokens.is_text_only(p["content"])]
         if kept:
             problems += [f"section {s['label']!r} ({s['provider']}) holds the text of the section it stands for "
                          "whole, which said truncated false, yet says truncated: nothing in it was cut"
                          for s in sections if s["truncated"] and not any(p["truncated"] for p in kept)]
+        elif whole and any(whole == f.joined for f in sources):
+            continue  # whole but for what a stripping leaves out, which a compactor may have dropped to fit: either
         else:
             problems += [_cut_message(s, marked) for s, (run, marked) in zip(sections, taken)
                          if not s["truncated"] and _cut(run, marked, sources, sources)]

@@ -949,6 +949,23 @@ class CompactorFlagsOnlyItsOwnCuts(Compactor):
                 for s in super().fit_chain(prior, budget, count)]
 
 
+@variant("strips the sections it keeps of HTML comments and markdown heading markers, as a file reader may strip "
+         "its file, and keeps their flags", "R-TRUNCATED-UNIT")
+class CompactorStripsWhatItKeeps(Compactor):
+    COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+    HEADING_MARK = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
+
+    def fit_chain(self, prior, budget, count):
+        chain = super().fit_chain(prior, budget, count)
+        return [self.stripped(s, count) if s in prior and is_text_only(s["content"]) else s for s in chain]
+
+    def stripped(self, section, count):
+        text = self.HEADING_MARK.sub("", self.COMMENT.sub("", text_of(section["content"])))
+        if text == text_of(section["content"]) or not text.strip():
+            return section
+        return {**section, "content": text_block(text), "tokens": count(text_block(text))}
+
+
 @variant("where not even its merged section fits, keeps the first section of the chain alone, cut to the words "
          "that fit, under its owner's name and label, and flags the cut truncated",
          "context/data-types.md#ordering--chaining")
