@@ -167,6 +167,20 @@ def section(text: str, truncated: bool, label: str = "S") -> dict:
     (["File: CONVENTIONS.md\n" + CONVENTIONS + "End of CONVENTIONS.md."], False, False),
     (["File: CONVENTIONS.md\n# Conventions\n\nUse four spaces for indentation in every Python file of this "
       "repository."], False, False),
+    # a line of its own between two pieces is set aside too: whole paragraphs, its heading, then a cut
+    (["# Conventions\n\nUse four spaces for indentation in every Python file of this repository.\n\n"
+      "## (continued)\n\nRun make test"], False, True),
+    (["# Conventions\n\n## Part 2\n\nUse four spaces for indentation in every Python file of this "
+      "repository."], False, False),
+    # a cut mark closed by a full stop, or two of them, marks a cut
+    (["# Conventions\n\nUse four spaces for [...]."], False, True),
+    (["# Conventions\n\nUse four spaces for … [truncated]"], False, True),
+    # served without its heading markers: the whole says false, a piece cut inside a sentence says true,
+    # a run of whole lines either
+    (["Conventions\n\n" + CONVENTIONS.split("\n\n", 1)[1]], True, True),
+    (["Conventions\n\n" + CONVENTIONS.split("\n\n", 1)[1]], False, False),
+    (["Conventions\n\nUse four spaces for"], False, True),
+    (["Conventions\n\nUse four spaces for indentation in every Python file of this repository."], False, False),
 ])
 def test_truncated_follows_what_the_text_settles_and_accepts_what_it_leaves_open(texts, flag, failing):
     own = [section(t, flag, f"S{i}") for i, t in enumerate(texts)]
@@ -206,6 +220,9 @@ HANDED = [compactor_section("claude-md", "Rules", "Run make test before every co
     (compactor_section("claude-md", "Rules", "Run make test before", True), False),
     (compactor_section("claude-md", "Rules", "Run make test before every commit.", False), False),
     (compactor_section("claude-md", "Rules", "Summary of Rules: Run make test …", False), False),
+    # kept whole with a bracketed note of its own after it: still whole
+    (compactor_section("claude-md", "Rules", "Run make test before every commit. Use black.\n[kept]", True), True),
+    (compactor_section("claude-md", "Rules", "Run make test before every commit. Use black.\n[kept]", False), False),
 ])
 def test_a_compactors_flag_is_judged_against_the_section_it_stands_in_the_place_of(written, failing):
     assert bool(provider_checks._compactor_truncation_problems([written], HANDED)) is failing

@@ -37,8 +37,9 @@ ATTRIBUTE_TYPES = frozenset(config_probes.KIND_OF_TYPE)  # config.v1.AttrType
 # and any other provider nothing its sections may follow (R-STATIC-SECTION-HOLDS).
 KERNEL_FIGURES = ("history_tokens", "assembled_tokens_last_turn")
 FIXTURE_EDITS = ("write", "delete", "spoil")
-# What a provider may put where it cut its text: an ellipsis, or a short note in brackets ("[...]", "[truncated]").
-CUT_MARK = re.compile(r"\s*(…|\.\.\.|[\[(][^\[\]()]{0,24}[\])])$")
+# What a provider may put where it cut its text: an ellipsis, or a short note in brackets ("[...]", "[truncated]"),
+# one or several ("… [truncated]"), each perhaps closed by a full stop or other closing mark ("[...].").
+CUT_MARK = re.compile(r"(?:\s*(?:…|⋯|\.\.\.|[\[(][^\[\]()]{0,24}[\])])[.!?]?)+$")
 
 
 def check_case(transcript: ProviderTranscript, manifest: Manifest) -> list[Finding]:
@@ -670,7 +671,8 @@ def _truncation_problems(own: list[dict], source: str | None, others: list[str] 
 
 def _compactor_truncation_problems(written: list[dict], prior: list[dict]) -> list[str] | None:
     """R-TRUNCATED-UNIT on the sections a compactor wrote, judged against the section of the chain they stand
-    in the place of (the same provider and label), as a reader's against its file: those that together hold
+    in the place of (the same provider and label), as a reader's against its file, in the same stripped forms
+    (authoring artifacts and heading markers left out): those that together hold
     its text whole (lines of their own around it set aside) say false where it did, for nothing in it was cut,
     by its owner or by the compactor, and either where it said true (its owner cut it, the compactor did not);
     a verbatim piece of it cut inside a sentence says true. A section under a name or label of its own (a merge,
@@ -685,15 +687,20 @@ def _compactor_truncation_problems(written: list[dict], prior: list[dict]) -> li
         if not originals:
             continue
         judged = True
-        sources = [_Source(_lines_of(p)) for p in originals]
+        forms = [[_Source(lines) for lines in _line_forms("\n".join(tokens.texts_of(p["content"])))]
+                 for p in originals]
+        sources = [f for each in forms for f in each]  # each original as written, then in its stripped forms
         taken = [_taken(s, sources, sources) for s in sections]
         whole = " ".join(run for run, _ in taken if run)
-        kept = [p for p, source in zip(originals, sources) if whole and whole == source.joined
-                and not any(marked for _, marked in taken) and tokens.is_text_only(p["content"])]
+        # Whole, a note of its own in brackets after it marks no cut: nothing of the text is missing.
+        kept = [p for p, each in zip(originals, forms) if whole and whole == each[0].joined
+                and tokens.is_text_only(p["content"])]
         if kept:
             problems += [f"section {s['label']!r} ({s['provider']}) holds the text of the section it stands for "
                          "whole, which said truncated false, yet says truncated: nothing in it was cut"
                          for s in sections if s["truncated"] and not any(p["truncated"] for p in kept)]
+        elif whole and any(whole == f.joined for f in sources):
+            continue  # whole but for what a stripping leaves out, which a compactor may have dropped to fit: either
         else:
             problems += [_cut_message(s, marked) for s, (run, marked) in zip(sections, taken)
                          if not s["truncated"] and _cut(run, marked, sources, sources)]
@@ -714,15 +721,19 @@ def _line_forms(text: str) -> list[list[str]]:
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(?:.*?\n)?\1[ \t]*(?:\n|\Z)", re.DOTALL)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _COMMENT_LINES = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*$\n?", re.DOTALL | re.MULTILINE)
+_HEADING_MARK = re.compile(r"^([ \t]*)#{1,6}[ \t]+(?=\S)", re.MULTILINE)  # a markdown heading's opening #s
 
 
 def _stripped_forms(source: str) -> list[str]:
     """The source as written, then as each stripping of authoring artifacts leaves it
     (context/data-types.md#stripping-non-semantic-artifacts): without its front matter (YAML or TOML),
-    without the HTML comments that fill whole lines, or without every HTML comment, or both."""
+    without the HTML comments that fill whole lines, or without every HTML comment, or both; and each of
+    those without its markdown heading markers (R-TRUNCATED-UNIT: the content is the provider's to format,
+    and a heading served as a plain line has lost none of its words)."""
     forms = [source]
     for text in (source, _FRONT_MATTER.sub("", source, count=1)):
         forms += [text, _COMMENT_LINES.sub("", text), _HTML_COMMENT.sub("", text)]
+    forms += [_HEADING_MARK.sub("", form) for form in forms]
     return list(dict.fromkeys(forms))
 
 
@@ -784,14 +795,18 @@ def _taken(section: dict, forms: list[_Source], sources: list[_Source]) -> tuple
 
 
 def _seen_through(lines: list[str], sources: list[_Source]) -> list[str]:
-    """The lines without those a provider added at either end of what it took from its source: a line found
-    nowhere in the source (a heading naming the file, a note of its own), or a whole line of the source that
-    does not run on into the line beside it (a heading it repeats). A line that is a piece of a source line
-    stays: it may be the cut itself, or a word of a summary, which nothing tells apart. The last line left is
-    kept."""
+    """The lines without those a provider added to what it took from its source: wherever it stands, a line
+    found nowhere in the source (a heading naming the file, one of its own between two pieces, a note of its
+    own); at either end, a whole line of the source that does not run on into the line beside it (a heading
+    it repeats). A line that is a piece of a source line stays: it may be the cut itself, or a word of a
+    summary, which nothing tells apart. The last line left is kept."""
+    def found(line: str) -> bool:
+        return any(s.holds(line) for s in sources)
+
     def added(line: str, pair: str) -> bool:
-        return not any(s.holds(line) for s in sources) or (
+        return not found(line) or (
             any(line in s.line_set for s in sources) and not any(s.holds(pair) for s in sources))
+    lines = [line for line in lines if found(line)] or lines[-1:]
     start, end = 0, len(lines)
     while end - start > 1 and added(lines[start], f"{lines[start]} {lines[start + 1]}"):
         start += 1

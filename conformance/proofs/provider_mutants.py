@@ -22,7 +22,8 @@ from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
                                                   FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
                                                   NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
-                                                  SkipsWhatStaticSectionsHold)
+                                                  SkipsWhatStaticSectionsHold, StripsHeadingMarkers,
+                                                  HeadingStaysWithItsParagraph)
 from conformance.reference.provider_base import (Counter, CountUnavailable, ReferenceProvider, context_failure,
                                                  paragraphs, text_block)
 from conformance.wire import tokens
@@ -795,6 +796,25 @@ class CompactorFlagsWhatItKeeps(Compactor):
 
 
 @mutant("P-TRUNCATED-FLAG")
+class CompactorNotesWhatItKeeps(Compactor):
+    """Hands back the sections of a chain it reduced that it keeps whole with a note of its own in brackets on a
+    line after their text ("[kept as it came]"), and flags them truncated: the chain was cut down, they were not."""
+
+    NOTE = "\n[kept as it came]"
+
+    def fit_chain(self, prior, budget, count):
+        chain = super().fit_chain(prior, budget, count)
+        if chain is prior:
+            return chain
+        kept = [s in prior and tokens.is_text_only(s["content"]) for s in chain]
+        noted = [{**s, "content": text_block(tokens.text_of(s["content"]) + self.NOTE)} if k else s
+                 for s, k in zip(chain, kept)]
+        if self.total(noted, count) > budget:
+            return chain
+        return [{**s, "truncated": True, "tokens": count(s["content"])} if k else s for s, k in zip(noted, kept)]
+
+
+@mutant("P-TRUNCATED-FLAG")
 class CompactorCutsUnflagged(CompactorCutsAsLastResort):
     """As its last resort keeps the first section of the chain cut to the words that fit, and flags it not
     truncated."""
@@ -982,6 +1002,25 @@ class TruncatedWhenAltered(FileReader):
         sections = super().own_sections(text, budget, count)
         raw = self.read()
         return [{**s, "truncated": True} for s in sections] if self.strip(raw) != raw else sections
+
+
+@mutant("P-TRUNCATED-FLAG")
+class HeadingMarkersCountAsCut(StripsHeadingMarkers):
+    """Serves its file without the markdown heading markers and says truncated whenever that changed the text,
+    the whole file too: leaving out a heading's #s counts as cutting for it."""
+
+    def own_sections(self, text, budget, count):
+        sections = super().own_sections(text, budget, count)
+        plain = FileReader.strip(self, self.read())
+        return [{**s, "truncated": True} for s in sections] if self.strip(plain) != plain else sections
+
+
+@mutant("P-TRUNCATED-FLAG")
+class HeadingMarkersCutUnflagged(StripsHeadingMarkers):
+    """Serves its file without the markdown heading markers, and never sets truncated, even when it cut."""
+
+    def section(self, label, text, count, truncated):
+        return super().section(label, text, count, False)
 
 
 @mutant("P-SECTION-LABEL")
@@ -1297,3 +1336,52 @@ class LabelsStaticMergeByTurn(MergesStaticApart):
     def merged(self, prior, budget, count):
         return [{**s, "label": f"{s['label']} (turn {self.turn})"} if s["label"] == self.STATIC_LABEL else s
                 for s in super().merged(prior, budget, count)]
+
+
+
+@mutant("P-TRUNCATED-FLAG")
+class MarksTheCutWithAnEllipsis(MarksTheCutInTheText):
+    """Says where it cut with an ellipsis right after the last word it kept, and leaves the flag false."""
+
+    MARK = "…"
+
+
+@mutant("P-TRUNCATED-FLAG")
+class MarksTheCutWithAClosedNote(MarksTheCutInTheText):
+    """Says where it cut with a bracketed ellipsis closed by a full stop (" [...]."), and leaves the flag false."""
+
+    MARK = " [...]."
+
+
+@mutant("P-TRUNCATED-FLAG")
+class CutBehindItsOwnHeading(HeadingStaysWithItsParagraph):
+    """Keeps whole paragraphs (a heading with the one after it) while they fit, then puts a heading of its own
+    ("## (continued)") before the words of the next one that fit, and flags nothing truncated: a verbatim piece
+    of the file cut inside a sentence, with a line of its own in the middle."""
+
+    HEADING = "## (continued)"
+
+    def own_sections(self, text, budget, count):
+        units = self.units(paragraphs(text))
+        fits = lambda t: count(text_block(t)) <= budget  # noqa: E731
+        kept = 0
+        while kept < len(units) and fits("\n\n".join(units[:kept + 1])):
+            kept += 1
+        if not kept or kept == len(units):
+            return FileReader.own_sections(self, text, budget, count)
+        head, words = "\n\n".join(units[:kept]) + f"\n\n{self.HEADING}\n\n", units[kept].split(" ")
+        n = 0
+        while n < len(words) - 1 and fits(head + " ".join(words[:n + 1])):
+            n += 1
+        if not n:
+            return FileReader.own_sections(self, text, budget, count)
+        final = head + " ".join(words[:n])
+        return [self.section(self.label, final, count(text_block(final)), False)]
+
+
+@mutant("P-TRUNCATED-FLAG")
+class CompactorFlagsAChainThatFits(Compactor):
+    """Flags every section truncated, those of a chain that already fits and comes back whole too."""
+
+    def fit_chain(self, prior, budget, count):
+        return [{**s, "truncated": True} for s in super().fit_chain(prior, budget, count)]

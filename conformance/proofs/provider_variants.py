@@ -191,6 +191,26 @@ class KeepsLastParagraphs(_SelectsParagraphs):
         return list(reversed(range(len(pieces))))
 
 
+@variant("keeps the last paragraphs that fit and, where not even the last fits, the last words of it that do, "
+         "flagged truncated", "R-SELF-REDUCE-CONTRIBUTES")
+class KeepsLastWords(FileReader):
+    def own_section(self, text, budget, count):
+        pieces = paragraphs(text)
+        fits = lambda t: count(text_block(t)) <= budget  # noqa: E731
+        if not pieces or fits("\n\n".join(pieces)):
+            return super().own_section(text, budget, count)
+        kept = longest_fitting(len(pieces) - 1, lambda k: fits("\n\n".join(pieces[-k:])))
+        if kept:
+            final = "\n\n".join(pieces[-kept:])
+        else:  # the longest run of whole words at the end of the last paragraph that fits
+            starts = [m.start() for m in re.finditer(r"\S+", pieces[-1])]
+            words = longest_fitting(len(starts) - 1, lambda w: fits(pieces[-1][starts[-w]:]))
+            if not words:
+                return None
+            final = pieces[-1][starts[-words]:]
+        return self.section(self.label, final, count(text_block(final)), True)
+
+
 @variant("keeps the longest paragraphs that fit, wherever they are, and flags that selection of whole paragraphs "
          "not truncated", "R-TRUNCATED-UNIT")
 class KeepsLongestParagraphs(_SelectsParagraphs):
@@ -690,6 +710,15 @@ class StripsCommentLinesOnly(FileReader):
         return self.COMMENT_LINES.sub("", self.FRONT_MATTER.sub("", text, count=1))
 
 
+@variant("serves its file reformatted: the markdown heading markers (the #s opening a line) left out, the rest "
+         "stripped and reduced as the reference does", "R-TRUNCATED-UNIT")
+class StripsHeadingMarkers(FileReader):
+    HEADING_MARK = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
+
+    def strip(self, text):
+        return self.HEADING_MARK.sub("", super().strip(text))
+
+
 @variant("selects whole paragraphs in order, each heading kept with the paragraph after it, and fails as "
          "budget_exceeded when not one fits", "R-SELF-REDUCE-CONTRIBUTES")
 class HeadingStaysWithItsParagraph(FileReader):
@@ -918,6 +947,23 @@ class CompactorFlagsOnlyItsOwnCuts(Compactor):
         return [{**s, "truncated": False, "tokens": count(s["content"])}
                 if s in prior and s.get("truncated") and is_text_only(s["content"]) else s
                 for s in super().fit_chain(prior, budget, count)]
+
+
+@variant("strips the sections it keeps of HTML comments and markdown heading markers, as a file reader may strip "
+         "its file, and keeps their flags", "R-TRUNCATED-UNIT")
+class CompactorStripsWhatItKeeps(Compactor):
+    COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+    HEADING_MARK = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
+
+    def fit_chain(self, prior, budget, count):
+        chain = super().fit_chain(prior, budget, count)
+        return [self.stripped(s, count) if s in prior and is_text_only(s["content"]) else s for s in chain]
+
+    def stripped(self, section, count):
+        text = self.HEADING_MARK.sub("", self.COMMENT.sub("", text_of(section["content"])))
+        if text == text_of(section["content"]) or not text.strip():
+            return section
+        return {**section, "content": text_block(text), "tokens": count(text_block(text))}
 
 
 @variant("where not even its merged section fits, keeps the first section of the chain alone, cut to the words "
