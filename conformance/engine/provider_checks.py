@@ -235,9 +235,10 @@ class Checker:
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
         self.pieces: list[list[tuple]] = []  # per such reply, what it wrote in place of what: (original, residue)
-        # R-EAGER-SOURCE: what it last served while its source could be read (since the last Configure), and
-        # whether it has ever said the source was unavailable (which shows it reads the source when called).
-        self.served: list[dict] | None = None
+        # R-EAGER-SOURCE: per input but its source (Checker.eager_input), what it last served for that input while
+        # its source could be read (since the last Configure), and whether it has ever said the source was
+        # unavailable (which shows it reads the source when called).
+        self.served: dict[str, list[dict]] = {}
         self.said_unavailable = False
         self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
         # R-STATIC-SECTION-HOLDS: per requirement and per input as far as it gives reasons (Checker.reasons), the
@@ -273,7 +274,26 @@ class Checker:
         if record.failure is not None:
             self.said_unavailable |= _claimed(record.failure) == "source_unavailable"
         elif record.result is not None and record.source_text is not None:
-            self.served = own_sections(record, self.compactor, self.manifest.name)
+            self.served[self.eager_input(record)] = self.replayed(own_sections(record, self.compactor,
+                                                                               self.manifest.name))
+
+    def eager_input(self, record: StepRecord) -> str:
+        """R-EAGER-SOURCE: the input a reader serving what it read earlier answers the same way whatever its source
+        now holds: every request field but the turn id (and, but for a compactor, the kernel's figures: a static
+        plugin's content follows neither, R-SECTION-STABILITY-DECLARED), the whole prior chain and conversation,
+        the other fixture files and whether CountTokens answers. Not the source: it is what may have gone."""
+        request = record.request
+        ignored = {"turn_id"} | (set() if self.compactor else set(KERNEL_FIGURES))
+        return json.dumps([record.other_texts, record.counting_off,
+                           {k: v for k, v in request.items() if k not in ignored}], sort_keys=True)
+
+    def replayed(self, own: list[dict]) -> list[dict]:
+        """What an eager reader's answer must repeat of its own sections: all of them, but those a provider declared
+        dynamic marks dynamic, which may follow the turn (context/data-types.md#stability-hint--cache-prefix-ordering)
+        and say nothing of its source."""
+        if self.capabilities.get("stability") == "STABILITY_DYNAMIC":
+            return [s for s in own if s["stability"] != "STABILITY_DYNAMIC"]
+        return own
 
     @property
     def answer_checks(self) -> dict:
@@ -509,7 +529,7 @@ class Checker:
         sections that hold, and an edited fixture may be read at any later firing (R-STATIC-SECTION-HOLDS)."""
         if record.step.kind == "configure":
             self.contributed.clear()
-            self.served = None
+            self.served = {}
             self.firings.clear()
             self.edited = False
             self.configured = record.result is not None
@@ -974,12 +994,16 @@ def _vanished_source(want, seen: dict, checker: Checker) -> list[str]:
             f"its source is gone, and it failed as {category} ({failure['code']}), not source_unavailable"]
     if "own" not in seen:
         return ["nothing observed: the step is not a contribute call"]
-    if checker.served is None:
-        raise NotEvaluable  # it never served anything to compare with while the source was there
-    if seen["own"] == checker.served:
-        raise NotEvaluable  # what it served before, unchanged: an eager reader's answer
+    before = checker.served.get(checker.eager_input(seen["record"]))
+    if before is None:
+        # It never served this input while the source was there: what an eager reader answers to another request
+        # (other files touched, another budget or chain) is not what it served then, so nothing tells the answers apart.
+        raise NotEvaluable
+    if checker.replayed(seen["own"]) == before:
+        raise NotEvaluable  # what it served before for this input, unchanged: an eager reader's answer
     return [f"its source is gone, yet it neither failed with source_unavailable nor served what it served "
-            f"before: {len(seen['own'])} own section(s) instead of the {len(checker.served)} it served then"]
+            f"before for the same request: {len(seen['own'])} own section(s) instead of the {len(before)} it served "
+            "then"]
 
 
 def _restored_source(want, seen: dict, checker: Checker) -> list[str]:

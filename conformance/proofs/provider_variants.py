@@ -669,6 +669,12 @@ class NotesFilesTouched(FileReader):
         return sections
 
 
+@variant("reads its file once, at Configure, as EagerReader does, and adds after its static section a short one marked "
+         "dynamic naming the files touched in the request", "R-EAGER-SOURCE")
+class NotesFilesTouchedEagerReader(NotesFilesTouched, EagerReader):
+    pass
+
+
 @variant("labels its section with the file's first heading, and with the file's name when that heading is empty",
          "context/data-types.md#labeling")
 class LabelsByHeading(FileReader):
