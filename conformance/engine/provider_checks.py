@@ -245,6 +245,9 @@ class Checker:
         # firings since the last Configure with the sections of each that must hold; and whether a fixture was
         # changed since then (what it serves may then be any state of it, R-EAGER-SOURCE).
         self.firings: dict[tuple[str, str], list[Firing]] = {}
+        # The files the firings since the last Configure named in files_touched (with their working directory): a
+        # JIT reader may keep loaded what a file touched earlier brought in (context/README.md#firing-cadence--jit-loading).
+        self.touched: frozenset[tuple[str, str]] = frozenset()
         self.edited = False
         self.configured = False  # R-COMPACTOR-MUST-FIT: the case's last Configure took the config it was sent
 
@@ -271,6 +274,7 @@ class Checker:
         """What later steps of the case are judged against (R-EAGER-SOURCE)."""
         if record.step.kind != "contribute":
             return
+        self.touched = self.touched_so_far(record)
         if record.failure is not None:
             self.said_unavailable |= _claimed(record.failure) == "source_unavailable"
         elif record.result is not None and record.source_text is not None:
@@ -281,10 +285,11 @@ class Checker:
         """R-EAGER-SOURCE: the input a reader serving what it read earlier answers the same way whatever its source
         now holds: every request field but the turn id (and, but for a compactor, the kernel's figures: a static
         plugin's content follows neither, R-SECTION-STABILITY-DECLARED), the whole prior chain and conversation,
-        the other fixture files and whether CountTokens answers. Not the source: it is what may have gone."""
+        the other fixture files, the files touched so far and whether CountTokens answers. Not the source: it is
+        what may have gone."""
         request = record.request
         ignored = {"turn_id"} | (set() if self.compactor else set(KERNEL_FIGURES))
-        return json.dumps([record.other_texts, record.counting_off,
+        return json.dumps([record.other_texts, record.counting_off, sorted(self.touched_so_far(record)),
                            {k: v for k, v in request.items() if k not in ignored}], sort_keys=True)
 
     def replayed(self, own: list[dict]) -> list[dict]:
@@ -446,15 +451,21 @@ class Checker:
             held["P-SECTION-STABILITY-DECLARED"] = marked("STABILITY_DYNAMIC")
         return held
 
+    def touched_so_far(self, record: StepRecord) -> frozenset[tuple[str, str]]:
+        """The files touched in the firings since the last Configure, this one's included."""
+        request = record.request or {}
+        return self.touched | {(request.get("working_directory", ""), name) for name in request.get("files_touched") or []}
+
     def reasons(self, record: StepRecord) -> str:
         """The input as far as it gives a provider reason to change a section that must hold: the fixture files,
         whether CountTokens answers, every request field but the turn id (and, but for a compactor, the kernel's
-        figures), the static prior sections whole, and the other prior sections and the conversation by their
-        shape only: their words may change turn to turn, their sizes press on a budget (R-STATIC-SECTION-HOLDS)."""
+        figures), the files touched so far in the session (a file touched earlier may stay loaded), the static
+        prior sections whole, and the other prior sections and the conversation by their shape only: their words
+        may change turn to turn, their sizes press on a budget (R-STATIC-SECTION-HOLDS)."""
         request = record.request
         ignored = {"turn_id", "prior_sections", "conversation_history"} | (set() if self.compactor else set(KERNEL_FIGURES))
         prior = [p if p["stability"] == "STABILITY_STATIC" else _worded_out(p) for p in request["prior_sections"]]
-        return json.dumps([record.source_text, record.other_texts, record.counting_off,
+        return json.dumps([record.source_text, record.other_texts, record.counting_off, sorted(self.touched_so_far(record)),
                            {k: v for k, v in request.items() if k not in ignored}, prior,
                            [_worded_out(m) for m in request.get("conversation_history", [])]], sort_keys=True)
 
@@ -531,6 +542,7 @@ class Checker:
             self.contributed.clear()
             self.served = {}
             self.firings.clear()
+            self.touched = frozenset()
             self.edited = False
             self.configured = record.result is not None
         elif record.step.kind in FIXTURE_EDITS:

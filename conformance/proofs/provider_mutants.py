@@ -1162,6 +1162,27 @@ class NearbyFilesUnderTheirFolder(LoadsNearTouchedFiles):
                 for s in super().own_sections(text, budget, count)]
 
 
+@mutant("P-STATIC-SECTION-HOLDS")
+class KeepsNearFilesAFiringLonger(LoadsNearTouchedFiles):
+    """Keeps the sections of files near a touched file for one firing after files_touched stops naming it, and
+    drops them on the next: two firings of the same request, after the same files touched, differ."""
+
+    last: list[str] = []
+
+    def contribute(self, request, call):
+        now = request["request"].get("files_touched") or []
+        self.last, before = list(now), self.last
+        self.extra = [name for name in before if name not in now]
+        return super().contribute(request, call)
+
+    def nearby(self):
+        now, self.touched = self.touched, self.touched + self.extra
+        try:
+            return super().nearby()
+        finally:
+            self.touched = now
+
+
 
 def _unhandled(error: Exception) -> CallFailed:
     """What a gRPC server answers for an exception its handler did not catch: UNKNOWN, no ContextError."""

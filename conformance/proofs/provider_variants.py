@@ -755,6 +755,28 @@ class LoadsNearTouchedFiles(FileReader):
         return budget - sum(s["tokens"] for s in sections)
 
 
+@variant("loads the files near each file touched as LoadsNearTouchedFiles does, and keeps them loaded on later "
+         "firings whose files_touched no longer names that file, until the next Configure",
+         "context/README.md#firing-cadence--jit-loading")
+class KeepsNearFilesLoaded(LoadsNearTouchedFiles):
+    def configure(self, request, call):
+        self.seen: list[str] = []  # every file touched since this Configure, first touched first
+        return super().configure(request, call)
+
+    seen: list[str] = []
+
+    def contribute(self, request, call):
+        self.seen = self.seen + [name for name in request["request"].get("files_touched") or [] if name not in self.seen]
+        return super().contribute(request, call)
+
+    def nearby(self) -> list[Path]:
+        now, self.touched = self.touched, self.seen
+        try:
+            return super().nearby()
+        finally:
+            self.touched = now
+
+
 # --- the choices the mutation analysis' survivors take (docs/mutation/survivors.yaml) --------------------------
 
 @variant("asks CountTokens about the whole text and its leading runs of 1, 2, 4, ... paragraphs before it reduces, "
