@@ -20,6 +20,7 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
+                                                  NotesFilesTouched,
                                                   FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
                                                   NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
                                                   SkipsWhatStaticSectionsHold)
@@ -1286,6 +1287,41 @@ class NotesTheLastTurnSize(FileReader):
             sections.append({**self.section("Last turn", "", count(note), False), "content": note,
                              "stability": "STABILITY_DYNAMIC"})
         return sections
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class StatesTheFiguresStatic(NotesTheLastTurnSize):
+    """Adds a section saying how large the last turn's context was, as NotesTheLastTurnSize does, and marks it
+    static: a static section that moves with the kernel's figures."""
+
+    def own_sections(self, text, budget, count):
+        return [{**s, "stability": "STABILITY_STATIC"} for s in super().own_sections(text, budget, count)]
+
+
+@mutant("P-STATIC-SECTION-HOLDS", "P-SELF-REDUCE")
+class GivesWayToTheConversation(FileReader):
+    """Takes the kernel's count of the conversation off its budget, so that its static section is cut, then gone,
+    as the conversation grows, though its budget is its own."""
+
+    def contribute(self, request, call):
+        self.history = int(request["request"].get("history_tokens", 0))
+        return super().contribute(request, call)
+
+    def own_sections(self, text, budget, count):
+        return super().own_sections(text, max(budget - self.history, 0), count)
+
+
+@mutant("P-SELF-REDUCE")
+class TakesItsBudgetForTheChains(FileReader):
+    """Reads its budget as one for the whole chain, a compactor's: it fits its section into what the prior
+    sections leave of it, and contributes nothing where they take it all, though its budget holds its file."""
+
+    def contribute(self, request, call):
+        self.taken = sum(int(s.get("tokens", 0)) for s in request["request"].get("prior_sections", []))
+        return super().contribute(request, call)
+
+    def own_sections(self, text, budget, count):
+        return super().own_sections(text, max(budget - self.taken, 0), count)
 
 
 @mutant("P-STATIC-SECTION-HOLDS")
