@@ -163,6 +163,7 @@ class Firing:
     request: dict
     held: tuple
     where: str
+    verbatim: bool = False  # a file reader's sections that had to hold were all its fixtures' own lines
 
     @cached_property
     def exact(self) -> str:
@@ -248,6 +249,9 @@ class Checker:
         # The files the firings since the last Configure named in files_touched (with their working directory): a
         # JIT reader may keep loaded what a file touched earlier brought in (context/README.md#firing-cadence--jit-loading).
         self.touched: frozenset[tuple[str, str]] = frozenset()
+        # R-STATIC-SECTION-HOLDS: per model and session and per (provider, label), the text a section marked static first had at a firing since
+        # the last Configure whose budget held every file whole, and where.
+        self.static_words: dict[tuple[str, str, str], tuple[str, str]] = {}  # several under one label: their texts joined
         self.edited = False
         self.configured = False  # R-COMPACTOR-MUST-FIT: the case's last Configure took the config it was sent
 
@@ -481,24 +485,65 @@ class Checker:
         if self.edited:
             return
         reasons, whole = self.reasons(record), self.room_for_its_files(record)
+        if whole:
+            self.check_static_words(record, fresh, where)
         for requirement, held in self.must_hold(fresh).items():
             group = self.firings.setdefault((requirement, reasons), [])
-            now = Firing(record.request, held, where)
+            now = Firing(record.request, held, where, self.verbatim(record, held))
             group.append(now)
             if not any(f.held for f in group):
                 continue  # nothing it wrote had to hold: no evidence either way
             compared = group[:-1] if whole else _steady_against(group, now)
-            if compared:
-                moved = next((other for other in compared if other.held != now.held), None)
-                self.add(requirement, moved is None, moved and self.moved_message(requirement, now, moved, whole),
-                         where)
+            # Its fixtures' own lines, cut or selected, are no summary: nothing licenses another cut or selection
+            # of the same input (R-STATIC-SECTION-HOLDS), so each such firing is compared with every other.
+            verbatim = [] if whole or not now.verbatim else [f for f in group[:-1] if f.verbatim and f not in compared]
+            moved = next((other for other in [*compared, *verbatim] if other.held != now.held), None)
+            if compared or verbatim:
+                self.add(requirement, moved is None, moved and self.moved_message(
+                    requirement, now, moved, "whole" if whole else "verbatim" if moved in verbatim else ""), where)
+
+    def check_static_words(self, record: StepRecord, fresh: list[dict], where: str) -> None:
+        """R-STATIC-SECTION-HOLDS, for a file reader whose budget holds every file whole (nothing to cut or
+        summarize): the files touched may bring a section marked static or take it away (the JIT pattern,
+        context/README.md#firing-cadence--jit-loading), but its words under its label follow its files only, which
+        are unedited until the next Configure: the same (provider, label) marked static reads the same at every
+        such firing for one model and session (a provider may tailor its content to the model). A note of the
+        request itself (the files touched, say) changes with it, which a section marked dynamic may do
+        (R-SECTION-STABILITY-DECLARED)."""
+        scope = json.dumps([record.request.get(k) for k in ("model_target", "session_id", "parent_session_id",
+                                                            "working_directory")], sort_keys=True)
+        changed, words = [], {}
+        for section in fresh:  # several under one label are taken together, in order
+            if section["stability"] == "STABILITY_STATIC":
+                words.setdefault((section["provider"], section["label"]), []).append(tokens.text_of(section["content"]))
+        for place, texts in words.items():
+            text = "\n\n".join(texts)
+            first = self.static_words.setdefault((scope, *place), (text, where))
+            if first[0] != text:
+                changed.append(f"{place[1]!r} ({place[0]}) does not read as it did at {first[1]}")
+        if changed:
+            self.add("P-STATIC-SECTION-HOLDS", False, "with room in its budget for its files whole, and its files "
+                     "unedited, its sections marked static changed their words: " + "; ".join(changed) + ". The "
+                     "files touched may bring a static section or take it away, but not reword one: static says "
+                     "unchanged for the session (R-STATIC-SECTION-HOLDS)", where)
+
+    def verbatim(self, record: StepRecord, held: tuple) -> bool:
+        """Whether a file reader (no compactor) wrote the sections that had to hold, at least one, of its fixtures'
+        own lines only, whole or cut at their ends: a cut or a selection, not words of its own."""
+        if self.compactor or not self.manifest.reads_files or record.source_text is None or not held:
+            return False
+        sources = [_Source(lines) for text in [record.source_text, *record.other_texts] for lines in _line_forms(text)]
+        lines = [_flat(line) for _, _, text in held for line in text.splitlines() if line.strip()]
+        return bool(lines) and all(any(s.holds(line) for s in sources) for line in lines)
 
     @staticmethod
-    def moved_message(requirement: str, now: Firing, other: Firing, whole: bool) -> str:
+    def moved_message(requirement: str, now: Firing, other: Firing, evidence: str) -> str:
         changed = sorted({(label, provider) for provider, label, _ in set(now.held) ^ set(other.held)})
         sections = ", ".join(f"{label!r} ({provider})" for label, provider in changed)
-        why = ("with room in its budget for its files whole it had nothing to cut or summarize, so nothing to word "
-               "anew" if whole else "the same request repeated gave them unchanged")
+        why = {"whole": "with room in its budget for its files whole it had nothing to cut or summarize, so nothing "
+                        "to word anew",
+               "verbatim": "both times they were its files' own lines, cut or selected, which no licence to word a "
+                           "summary anew covers"}.get(evidence, "the same request repeated gave them unchanged")
         what = (f"its sections marked static ({sections})" if requirement == "P-STATIC-SECTION-HOLDS" else
                 f"it declares STABILITY_STATIC, and its sections marked dynamic ({sections})")
         rule = ("static says a section stays the same for the session (R-STATIC-SECTION-HOLDS)"
@@ -543,6 +588,7 @@ class Checker:
             self.served = {}
             self.firings.clear()
             self.touched = frozenset()
+            self.static_words.clear()
             self.edited = False
             self.configured = record.result is not None
         elif record.step.kind in FIXTURE_EDITS:

@@ -20,7 +20,7 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
-                                                  NotesFilesTouched,
+                                                  KeepsLongestParagraphs, NotesFilesTouched,
                                                   FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
                                                   NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
                                                   SkipsWhatStaticSectionsHold)
@@ -265,7 +265,7 @@ class ReturnsDelta(FileReader):
         return {"sections": reply["sections"][len(prior):]}
 
 
-@mutant("P-FULL-CHAIN", also=["P-SELF-REDUCE"])
+@mutant("P-FULL-CHAIN", also=["P-SELF-REDUCE", "P-STATIC-SECTION-HOLDS"])
 class LeavesOutWhatItSentBefore(FileReader):
     """Counts on the kernel to keep what it sent: a firing that would bring exactly the sections of the one
     before gets the prior chain back alone."""
@@ -1322,6 +1322,28 @@ class TakesItsBudgetForTheChains(FileReader):
 
     def own_sections(self, text, budget, count):
         return super().own_sections(text, max(budget - self.taken, 0), count)
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class RanksFromAnotherParagraphEachTime(KeepsLongestParagraphs):
+    """Selects whole paragraphs under a budget that cannot hold its file, ranking them from another paragraph on
+    every firing: the same request brings another selection of its source's own words each time."""
+
+    fired = 0
+
+    def ranked(self, pieces):
+        self.fired += 1
+        start = self.fired % len(pieces)
+        return [(start + i) % len(pieces) for i in range(len(pieces))]
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class StatesTheFilesTouched(NotesFilesTouched):
+    """Adds a section naming the files touched, as NotesFilesTouched does, and marks it static: its words change
+    with every new list of files touched."""
+
+    def own_sections(self, text, budget, count):
+        return [{**s, "stability": "STABILITY_STATIC"} for s in super().own_sections(text, budget, count)]
 
 
 @mutant("P-STATIC-SECTION-HOLDS")
