@@ -249,7 +249,7 @@ class Checker:
         # The files the firings since the last Configure named in files_touched (with their working directory): a
         # JIT reader may keep loaded what a file touched earlier brought in (context/README.md#firing-cadence--jit-loading).
         self.touched: frozenset[tuple[str, str]] = frozenset()
-        # R-STATIC-SECTION-HOLDS: per model and session and per (provider, label), the text a section marked static first had at a firing since
+        # R-STATIC-SECTION-HOLDS: per budget, model and session and per (provider, label), the text a section marked static first had at a firing since
         # the last Configure whose budget held every file whole, and where.
         self.static_words: dict[tuple[str, str, str], tuple[str, str]] = {}  # several under one label: their texts joined
         self.edited = False
@@ -485,8 +485,8 @@ class Checker:
         if self.edited:
             return
         reasons, whole = self.reasons(record), self.room_for_its_files(record)
-        if whole:
-            self.check_static_words(record, fresh, where)
+        reworded = self.static_rewording(record, fresh, where) if whole else []
+        before = len(self.findings)
         for requirement, held in self.must_hold(fresh).items():
             group = self.firings.setdefault((requirement, reasons), [])
             now = Firing(record.request, held, where, self.verbatim(record, held))
@@ -501,17 +501,25 @@ class Checker:
             if compared or verbatim:
                 self.add(requirement, moved is None, moved and self.moved_message(
                     requirement, now, moved, "whole" if whole else "verbatim" if moved in verbatim else ""), where)
+        # One finding per fact: a rewording the comparison above already reported adds nothing.
+        if reworded and not any(f.requirement == "P-STATIC-SECTION-HOLDS" and not f.passed
+                                for f in self.findings[before:]):
+            self.add("P-STATIC-SECTION-HOLDS", False, "with room in its budget for its files whole, and its files "
+                     "unedited, its sections marked static changed their words: " + "; ".join(reworded) + ". The "
+                     "files touched may bring a static section or take it away, but not reword one: static says "
+                     "unchanged for the session (R-STATIC-SECTION-HOLDS)", where)
 
-    def check_static_words(self, record: StepRecord, fresh: list[dict], where: str) -> None:
+    def static_rewording(self, record: StepRecord, fresh: list[dict], where: str) -> list[str]:
         """R-STATIC-SECTION-HOLDS, for a file reader whose budget holds every file whole (nothing to cut or
         summarize): the files touched may bring a section marked static or take it away (the JIT pattern,
         context/README.md#firing-cadence--jit-loading), but its words under its label follow its files only, which
         are unedited until the next Configure: the same (provider, label) marked static reads the same at every
-        such firing for one model and session (a provider may tailor its content to the model). A note of the
+        such firing for one budget, model and session (a provider may tailor its content to the model, or take
+        less than a budget that holds it all). A note of the
         request itself (the files touched, say) changes with it, which a section marked dynamic may do
-        (R-SECTION-STABILITY-DECLARED)."""
-        scope = json.dumps([record.request.get(k) for k in ("model_target", "session_id", "parent_session_id",
-                                                            "working_directory")], sort_keys=True)
+        (R-SECTION-STABILITY-DECLARED). What reads otherwise, in words; the first text of each is kept."""
+        scope = json.dumps([record.request.get(k) for k in ("token_budget", "model_target", "session_id",
+                                                            "parent_session_id", "working_directory")], sort_keys=True)
         changed, words = [], {}
         for section in fresh:  # several under one label are taken together, in order
             if section["stability"] == "STABILITY_STATIC":
@@ -521,11 +529,7 @@ class Checker:
             first = self.static_words.setdefault((scope, *place), (text, where))
             if first[0] != text:
                 changed.append(f"{place[1]!r} ({place[0]}) does not read as it did at {first[1]}")
-        if changed:
-            self.add("P-STATIC-SECTION-HOLDS", False, "with room in its budget for its files whole, and its files "
-                     "unedited, its sections marked static changed their words: " + "; ".join(changed) + ". The "
-                     "files touched may bring a static section or take it away, but not reword one: static says "
-                     "unchanged for the session (R-STATIC-SECTION-HOLDS)", where)
+        return changed
 
     def verbatim(self, record: StepRecord, held: tuple) -> bool:
         """Whether a file reader (no compactor) wrote the sections that had to hold, at least one, of its fixtures'
