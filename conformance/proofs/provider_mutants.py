@@ -20,7 +20,7 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
-                                                  KeepsLongestParagraphs, NotesFilesTouched,
+                                                  KeepsLongestParagraphs, NotesFilesTouched, RereadsWhenTouched,
                                                   FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
                                                   NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
                                                   SkipsWhatStaticSectionsHold)
@@ -690,6 +690,18 @@ class StrictDecodingIsUnknown(FileReader):
         except OSError:
             pass
         return text
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class SilentWhenATouchedSourceVanished(RereadsWhenTouched):
+    """Serves what it read at Configure, and rereads its file when files_touched names it, as RereadsWhenTouched
+    does; but finding the touched file gone, it contributes nothing, without an error."""
+
+    def contribute(self, request, call):
+        try:
+            return super().contribute(request, call)
+        except CallFailed:
+            return {"sections": request["request"].get("prior_sections", [])}
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
