@@ -164,6 +164,7 @@ class Firing:
     request: dict
     held: tuple
     where: str
+    verbatim: bool = False  # a file reader's sections that had to hold were all its fixtures' own lines
 
     @cached_property
     def exact(self) -> str:
@@ -236,15 +237,22 @@ class Checker:
         self.findings: list[Finding] = []
         self.reductions: list[bool] = []  # per reply that reduced a chain over budget: did it summarize any?
         self.pieces: list[list[tuple]] = []  # per such reply, what it wrote in place of what: (original, residue)
-        # R-EAGER-SOURCE: what it last served while its source could be read (since the last Configure), and
-        # whether it has ever said the source was unavailable (which shows it reads the source when called).
-        self.served: list[dict] | None = None
+        # R-EAGER-SOURCE: per input but its source (Checker.eager_input), what it last served for that input while
+        # its source could be read (since the last Configure), and whether it has ever said the source was
+        # unavailable (which shows it reads the source when called).
+        self.served: dict[str, list[dict]] = {}
         self.said_unavailable = False
         self.contributed: set[tuple] = set()  # R-EVERY-FIRING-WHOLE: the firings it answered with sections
         # R-STATIC-SECTION-HOLDS: per requirement and per input as far as it gives reasons (Checker.reasons), the
         # firings since the last Configure with the sections of each that must hold; and whether a fixture was
         # changed since then (what it serves may then be any state of it, R-EAGER-SOURCE).
         self.firings: dict[tuple[str, str], list[Firing]] = {}
+        # The files the firings since the last Configure named in files_touched (with their working directory): a
+        # JIT reader may keep loaded what a file touched earlier brought in (context/README.md#firing-cadence--jit-loading).
+        self.touched: frozenset[tuple[str, str]] = frozenset()
+        # R-STATIC-SECTION-HOLDS: per budget, model and session and per (provider, label), the text a section marked static first had at a firing since
+        # the last Configure whose budget held every file whole, and where.
+        self.static_words: dict[tuple[str, str, str], tuple[str, str]] = {}  # several under one label: their texts joined
         self.edited = False
         self.configured = False  # R-COMPACTOR-MUST-FIT: the case's last Configure took the config it was sent
 
@@ -271,10 +279,31 @@ class Checker:
         """What later steps of the case are judged against (R-EAGER-SOURCE)."""
         if record.step.kind != "contribute":
             return
+        self.touched = self.touched_so_far(record)
         if record.failure is not None:
             self.said_unavailable |= _claimed(record.failure) == "source_unavailable"
         elif record.result is not None and record.source_text is not None:
-            self.served = own_sections(record, self.compactor, self.manifest.name)
+            self.served[self.eager_input(record)] = self.replayed(own_sections(record, self.compactor,
+                                                                               self.manifest.name))
+
+    def eager_input(self, record: StepRecord) -> str:
+        """R-EAGER-SOURCE: the input a reader serving what it read earlier answers the same way whatever its source
+        now holds: every request field but the turn id (and, but for a compactor, the kernel's figures: a static
+        plugin's content follows neither, R-SECTION-STABILITY-DECLARED), the whole prior chain and conversation,
+        the other fixture files, the files touched so far and whether CountTokens answers. Not the source: it is
+        what may have gone."""
+        request = record.request
+        ignored = {"turn_id"} | (set() if self.compactor else set(KERNEL_FIGURES))
+        return json.dumps([record.other_texts, record.counting_off, sorted(self.touched_so_far(record)),
+                           {k: v for k, v in request.items() if k not in ignored}], sort_keys=True)
+
+    def replayed(self, own: list[dict]) -> list[dict]:
+        """What an eager reader's answer must repeat of its own sections: all of them, but those a provider declared
+        dynamic marks dynamic, which may follow the turn (context/data-types.md#stability-hint--cache-prefix-ordering)
+        and say nothing of its source."""
+        if self.capabilities.get("stability") == "STABILITY_DYNAMIC":
+            return [s for s in own if s["stability"] != "STABILITY_DYNAMIC"]
+        return own
 
     @property
     def answer_checks(self) -> dict:
@@ -427,15 +456,21 @@ class Checker:
             held["P-SECTION-STABILITY-DECLARED"] = marked("STABILITY_DYNAMIC")
         return held
 
+    def touched_so_far(self, record: StepRecord) -> frozenset[tuple[str, str]]:
+        """The files touched in the firings since the last Configure, this one's included."""
+        request = record.request or {}
+        return self.touched | {(request.get("working_directory", ""), name) for name in request.get("files_touched") or []}
+
     def reasons(self, record: StepRecord) -> str:
         """The input as far as it gives a provider reason to change a section that must hold: the fixture files,
         whether CountTokens answers, every request field but the turn id (and, but for a compactor, the kernel's
-        figures), the static prior sections whole, and the other prior sections and the conversation by their
-        shape only: their words may change turn to turn, their sizes press on a budget (R-STATIC-SECTION-HOLDS)."""
+        figures), the files touched so far in the session (a file touched earlier may stay loaded), the static
+        prior sections whole, and the other prior sections and the conversation by their shape only: their words
+        may change turn to turn, their sizes press on a budget (R-STATIC-SECTION-HOLDS)."""
         request = record.request
         ignored = {"turn_id", "prior_sections", "conversation_history"} | (set() if self.compactor else set(KERNEL_FIGURES))
         prior = [p if p["stability"] == "STABILITY_STATIC" else _worded_out(p) for p in request["prior_sections"]]
-        return json.dumps([record.source_text, record.other_texts, record.counting_off,
+        return json.dumps([record.source_text, record.other_texts, record.counting_off, sorted(self.touched_so_far(record)),
                            {k: v for k, v in request.items() if k not in ignored}, prior,
                            [_worded_out(m) for m in request.get("conversation_history", [])]], sort_keys=True)
 
@@ -451,24 +486,69 @@ class Checker:
         if self.edited:
             return
         reasons, whole = self.reasons(record), self.room_for_its_files(record)
+        reworded = self.static_rewording(record, fresh, where) if whole else []
+        before = len(self.findings)
         for requirement, held in self.must_hold(fresh).items():
             group = self.firings.setdefault((requirement, reasons), [])
-            now = Firing(record.request, held, where)
+            now = Firing(record.request, held, where, self.verbatim(record, held))
             group.append(now)
             if not any(f.held for f in group):
                 continue  # nothing it wrote had to hold: no evidence either way
             compared = group[:-1] if whole else _steady_against(group, now)
-            if compared:
-                moved = next((other for other in compared if other.held != now.held), None)
-                self.add(requirement, moved is None, moved and self.moved_message(requirement, now, moved, whole),
-                         where)
+            # Its fixtures' own lines, cut or selected, are no summary: nothing licenses another cut or selection
+            # of the same input (R-STATIC-SECTION-HOLDS), so each such firing is compared with every other.
+            verbatim = [] if whole or not now.verbatim else [f for f in group[:-1] if f.verbatim and f not in compared]
+            moved = next((other for other in [*compared, *verbatim] if other.held != now.held), None)
+            if compared or verbatim:
+                self.add(requirement, moved is None, moved and self.moved_message(
+                    requirement, now, moved, "whole" if whole else "verbatim" if moved in verbatim else ""), where)
+        # One finding per fact: a rewording the comparison above already reported adds nothing.
+        if reworded and not any(f.requirement == "P-STATIC-SECTION-HOLDS" and not f.passed
+                                for f in self.findings[before:]):
+            self.add("P-STATIC-SECTION-HOLDS", False, "with room in its budget for its files whole, and its files "
+                     "unedited, its sections marked static changed their words: " + "; ".join(reworded) + ". The "
+                     "files touched may bring a static section or take it away, but not reword one: static says "
+                     "unchanged for the session (R-STATIC-SECTION-HOLDS)", where)
+
+    def static_rewording(self, record: StepRecord, fresh: list[dict], where: str) -> list[str]:
+        """R-STATIC-SECTION-HOLDS, for a file reader whose budget holds every file whole (nothing to cut or
+        summarize): the files touched may bring a section marked static or take it away (the JIT pattern,
+        context/README.md#firing-cadence--jit-loading), but its words under its label follow its files only, which
+        are unedited until the next Configure: the same (provider, label) marked static reads the same at every
+        such firing for one budget, model and session (a provider may tailor its content to the model, or take
+        less than a budget that holds it all). A note of the
+        request itself (the files touched, say) changes with it, which a section marked dynamic may do
+        (R-SECTION-STABILITY-DECLARED). What reads otherwise, in words; the first text of each is kept."""
+        scope = json.dumps([record.request.get(k) for k in ("token_budget", "model_target", "session_id",
+                                                            "parent_session_id", "working_directory")], sort_keys=True)
+        changed, words = [], {}
+        for section in fresh:  # several under one label are taken together, in order
+            if section["stability"] == "STABILITY_STATIC":
+                words.setdefault((section["provider"], section["label"]), []).append(tokens.text_of(section["content"]))
+        for place, texts in words.items():
+            text = "\n\n".join(texts)
+            first = self.static_words.setdefault((scope, *place), (text, where))
+            if first[0] != text:
+                changed.append(f"{place[1]!r} ({place[0]}) does not read as it did at {first[1]}")
+        return changed
+
+    def verbatim(self, record: StepRecord, held: tuple) -> bool:
+        """Whether a file reader (no compactor) wrote the sections that had to hold, at least one, of its fixtures'
+        own lines only, whole or cut at their ends: a cut or a selection, not words of its own."""
+        if self.compactor or not self.manifest.reads_files or record.source_text is None or not held:
+            return False
+        sources = [_Source(lines) for text in [record.source_text, *record.other_texts] for lines in _line_forms(text)]
+        lines = [_flat(line) for _, _, text in held for line in text.splitlines() if line.strip()]
+        return bool(lines) and all(any(s.holds(line) for s in sources) for line in lines)
 
     @staticmethod
-    def moved_message(requirement: str, now: Firing, other: Firing, whole: bool) -> str:
+    def moved_message(requirement: str, now: Firing, other: Firing, evidence: str) -> str:
         changed = sorted({(label, provider) for provider, label, _ in set(now.held) ^ set(other.held)})
         sections = ", ".join(f"{label!r} ({provider})" for label, provider in changed)
-        why = ("with room in its budget for its files whole it had nothing to cut or summarize, so nothing to word "
-               "anew" if whole else "the same request repeated gave them unchanged")
+        why = {"whole": "with room in its budget for its files whole it had nothing to cut or summarize, so nothing "
+                        "to word anew",
+               "verbatim": "both times they were its files' own lines, cut or selected, which no licence to word a "
+                           "summary anew covers"}.get(evidence, "the same request repeated gave them unchanged")
         what = (f"its sections marked static ({sections})" if requirement == "P-STATIC-SECTION-HOLDS" else
                 f"it declares STABILITY_STATIC, and its sections marked dynamic ({sections})")
         rule = ("static says a section stays the same for the session (R-STATIC-SECTION-HOLDS)"
@@ -510,8 +590,10 @@ class Checker:
         sections that hold, and an edited fixture may be read at any later firing (R-STATIC-SECTION-HOLDS)."""
         if record.step.kind == "configure":
             self.contributed.clear()
-            self.served = None
+            self.served = {}
             self.firings.clear()
+            self.touched = frozenset()
+            self.static_words.clear()
             self.edited = False
             self.configured = record.result is not None
         elif record.step.kind in FIXTURE_EDITS:
@@ -989,12 +1071,16 @@ def _vanished_source(want, seen: dict, checker: Checker) -> list[str]:
             f"its source is gone, and it failed as {category} ({failure['code']}), not source_unavailable"]
     if "own" not in seen:
         return ["nothing observed: the step is not a contribute call"]
-    if checker.served is None:
-        raise NotEvaluable  # it never served anything to compare with while the source was there
-    if seen["own"] == checker.served:
-        raise NotEvaluable  # what it served before, unchanged: an eager reader's answer
+    before = checker.served.get(checker.eager_input(seen["record"]))
+    if before is None:
+        # It never served this input while the source was there: what an eager reader answers to another request
+        # (other files touched, another budget or chain) is not what it served then, so nothing tells the answers apart.
+        raise NotEvaluable
+    if checker.replayed(seen["own"]) == before:
+        raise NotEvaluable  # what it served before for this input, unchanged: an eager reader's answer
     return [f"its source is gone, yet it neither failed with source_unavailable nor served what it served "
-            f"before: {len(seen['own'])} own section(s) instead of the {len(checker.served)} it served then"]
+            f"before for the same request: {len(seen['own'])} own section(s) instead of the {len(before)} it served "
+            "then"]
 
 
 def _restored_source(want, seen: dict, checker: Checker) -> list[str]:

@@ -20,6 +20,7 @@ from conformance.proofs.error_forms import ReshapesFailures, error_info
 from conformance.reference.compactor import Compactor
 from conformance.reference.filereader import FileReader
 from conformance.proofs.provider_variants import (AppendsStatus, BlockPerParagraph, CompactorCutsAsLastResort,
+                                                  KeepsLongestParagraphs, NotesFilesTouched, RereadsWhenTouched,
                                                   FramesItsSection, LoadsNearTouchedFiles, MergesStaticApart,
                                                   NotesAnUnusableConfig, ReadsFirstGlobMatch, SectionPerSentence,
                                                   SkipsWhatStaticSectionsHold, StripsHeadingMarkers,
@@ -265,7 +266,7 @@ class ReturnsDelta(FileReader):
         return {"sections": reply["sections"][len(prior):]}
 
 
-@mutant("P-FULL-CHAIN", also=["P-SELF-REDUCE"])
+@mutant("P-FULL-CHAIN", also=["P-SELF-REDUCE", "P-STATIC-SECTION-HOLDS"])
 class LeavesOutWhatItSentBefore(FileReader):
     """Counts on the kernel to keep what it sent: a firing that would bring exactly the sections of the one
     before gets the prior chain back alone."""
@@ -690,6 +691,18 @@ class StrictDecodingIsUnknown(FileReader):
         except OSError:
             pass
         return text
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class SilentWhenATouchedSourceVanished(RereadsWhenTouched):
+    """Serves what it read at Configure, and rereads its file when files_touched names it, as RereadsWhenTouched
+    does; but finding the touched file gone, it contributes nothing, without an error."""
+
+    def contribute(self, request, call):
+        try:
+            return super().contribute(request, call)
+        except CallFailed:
+            return {"sections": request["request"].get("prior_sections", [])}
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
@@ -1201,6 +1214,27 @@ class NearbyFilesUnderTheirFolder(LoadsNearTouchedFiles):
                 for s in super().own_sections(text, budget, count)]
 
 
+@mutant("P-STATIC-SECTION-HOLDS")
+class KeepsNearFilesAFiringLonger(LoadsNearTouchedFiles):
+    """Keeps the sections of files near a touched file for one firing after files_touched stops naming it, and
+    drops them on the next: two firings of the same request, after the same files touched, differ."""
+
+    last: list[str] = []
+
+    def contribute(self, request, call):
+        now = request["request"].get("files_touched") or []
+        self.last, before = list(now), self.last
+        self.extra = [name for name in before if name not in now]
+        return super().contribute(request, call)
+
+    def nearby(self):
+        now, self.touched = self.touched, self.touched + self.extra
+        try:
+            return super().nearby()
+        finally:
+            self.touched = now
+
+
 
 def _unhandled(error: Exception) -> CallFailed:
     """What a gRPC server answers for an exception its handler did not catch: UNKNOWN, no ContextError."""
@@ -1304,6 +1338,63 @@ class NotesTheLastTurnSize(FileReader):
             sections.append({**self.section("Last turn", "", count(note), False), "content": note,
                              "stability": "STABILITY_DYNAMIC"})
         return sections
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class StatesTheFiguresStatic(NotesTheLastTurnSize):
+    """Adds a section saying how large the last turn's context was, as NotesTheLastTurnSize does, and marks it
+    static: a static section that moves with the kernel's figures."""
+
+    def own_sections(self, text, budget, count):
+        return [{**s, "stability": "STABILITY_STATIC"} for s in super().own_sections(text, budget, count)]
+
+
+@mutant("P-STATIC-SECTION-HOLDS", "P-SELF-REDUCE")
+class GivesWayToTheConversation(FileReader):
+    """Takes the kernel's count of the conversation off its budget, so that its static section is cut, then gone,
+    as the conversation grows, though its budget is its own."""
+
+    def contribute(self, request, call):
+        self.history = int(request["request"].get("history_tokens", 0))
+        return super().contribute(request, call)
+
+    def own_sections(self, text, budget, count):
+        return super().own_sections(text, max(budget - self.history, 0), count)
+
+
+@mutant("P-SELF-REDUCE")
+class TakesItsBudgetForTheChains(FileReader):
+    """Reads its budget as one for the whole chain, a compactor's: it fits its section into what the prior
+    sections leave of it, and contributes nothing where they take it all, though its budget holds its file."""
+
+    def contribute(self, request, call):
+        self.taken = sum(int(s.get("tokens", 0)) for s in request["request"].get("prior_sections", []))
+        return super().contribute(request, call)
+
+    def own_sections(self, text, budget, count):
+        return super().own_sections(text, max(budget - self.taken, 0), count)
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class RanksFromAnotherParagraphEachTime(KeepsLongestParagraphs):
+    """Selects whole paragraphs under a budget that cannot hold its file, ranking them from another paragraph on
+    every firing: the same request brings another selection of its source's own words each time."""
+
+    fired = 0
+
+    def ranked(self, pieces):
+        self.fired += 1
+        start = self.fired % len(pieces)
+        return [(start + i) % len(pieces) for i in range(len(pieces))]
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class StatesTheFilesTouched(NotesFilesTouched):
+    """Adds a section naming the files touched, as NotesFilesTouched does, and marks it static: its words change
+    with every new list of files touched."""
+
+    def own_sections(self, text, budget, count):
+        return [{**s, "stability": "STABILITY_STATIC"} for s in super().own_sections(text, budget, count)]
 
 
 @mutant("P-STATIC-SECTION-HOLDS")

@@ -689,6 +689,12 @@ class NotesFilesTouched(FileReader):
         return sections
 
 
+@variant("reads its file once, at Configure, as EagerReader does, and adds after its static section a short one marked "
+         "dynamic naming the files touched in the request", "R-EAGER-SOURCE")
+class NotesFilesTouchedEagerReader(NotesFilesTouched, EagerReader):
+    pass
+
+
 @variant("labels its section with the file's first heading, and with the file's name when that heading is empty",
          "context/data-types.md#labeling")
 class LabelsByHeading(FileReader):
@@ -776,6 +782,28 @@ class LoadsNearTouchedFiles(FileReader):
     def room(self, budget: int, sections: list[dict]) -> int:
         """What the sections so far leave of the budget, which covers them all (R-BUDGET-PER-PROVIDER)."""
         return budget - sum(s["tokens"] for s in sections)
+
+
+@variant("loads the files near each file touched as LoadsNearTouchedFiles does, and keeps them loaded on later "
+         "firings whose files_touched no longer names that file, until the next Configure",
+         "context/README.md#firing-cadence--jit-loading")
+class KeepsNearFilesLoaded(LoadsNearTouchedFiles):
+    def configure(self, request, call):
+        self.seen: list[str] = []  # every file touched since this Configure, first touched first
+        return super().configure(request, call)
+
+    seen: list[str] = []
+
+    def contribute(self, request, call):
+        self.seen = self.seen + [name for name in request["request"].get("files_touched") or [] if name not in self.seen]
+        return super().contribute(request, call)
+
+    def nearby(self) -> list[Path]:
+        now, self.touched = self.touched, self.seen
+        try:
+            return super().nearby()
+        finally:
+            self.touched = now
 
 
 # --- the choices the mutation analysis' survivors take (docs/mutation/survivors.yaml) --------------------------
