@@ -149,3 +149,24 @@ def test_a_self_test_told_to_stop_stops_at_once_and_leaves_nothing_running(tmp_p
     while processes_under(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_under(tmp_path) == []
+
+
+def test_a_case_whose_only_failure_the_whole_run_may_withdraw_is_shown_waiting():
+    # A compactor's C-SUMMARIZE warning in one case stands only if no case of the run summarized
+    # (R-SUMMARIZE-EVIDENCE): its progress line may not say fail while the report may say pass.
+    from conformance.engine.provider_checks import SUMMARY_WHERE, judge_over_run, pending_over_run
+    from conformance.reports import progress
+    truncated_only = CaseResult("provider/compactor/a", "t", findings=[
+        Finding("C-CHAIN-FITS", True), Finding("C-SUMMARIZE", False, "none summarized", f"step 2: {SUMMARY_WHERE}")])
+    summarized = CaseResult("provider/compactor/b", "t", findings=[Finding("C-SUMMARIZE", True, "", SUMMARY_WHERE)])
+    also_broken = CaseResult("provider/compactor/c", "t", findings=[*truncated_only.findings,
+                                                                    Finding("C-CHAIN-FITS", False, "over")])
+    shown = progress.RunProgress(3, pending_over_run)
+    shown.console.file = io.StringIO()
+    for case in (truncated_only, summarized, also_broken):
+        shown.finished(case)
+    lines = shown.console.file.getvalue().splitlines()
+    assert lines[0].startswith("[1/3] wait  provider/compactor/a") and "settled when the run is judged" in lines[0]
+    assert lines[1].startswith("[2/3] pass ") and lines[2].startswith("[3/3] fail ")
+    judge_over_run([truncated_only, summarized, also_broken])
+    assert truncated_only.status == "pass" and also_broken.status == "fail"

@@ -147,7 +147,8 @@ def certify(plan: Plan) -> Report:
     args, role, vectors, run = plan.args, plan.role, plan.vectors, plan.properties
     jobs = _jobs(args)
     with tempfile.TemporaryDirectory(prefix="ctxconf-") as workdir, trace.to_file(args.trace), \
-            RunProgress(len(vectors) + (run is not None)) as progress:
+            RunProgress(len(vectors) + (run is not None),
+                        provider_checks.pending_over_run if role == "provider" else lambda case: False) as progress:
         started = time.perf_counter()
         with plan.connect(Path(workdir)) as connection:
             parallel = jobs > 1 and len(vectors) > 1

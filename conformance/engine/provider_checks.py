@@ -705,23 +705,31 @@ class Checker:
 SUMMARY_WHERE = "the case's reductions"  # where check_summaries' findings are made, to tell them apart
 
 
+def _summary_finding(f: Finding) -> bool:
+    return f.requirement == "C-SUMMARIZE" and f.where.endswith(SUMMARY_WHERE)
+
+
 def judge_over_run(cases: list) -> list:
     """R-SUMMARIZE-EVIDENCE over the whole run: a compactor that summarized in some case does not only
     ever truncate, so the cases where it did not summarize draw no warning. A vector's own `summarizes`
     assertion stands as written."""
-    def from_invariant(f: Finding) -> bool:
-        return f.requirement == "C-SUMMARIZE" and f.where.endswith(SUMMARY_WHERE)
-    if not any(from_invariant(f) and f.passed for case in cases for f in case.findings):
+    if not any(_summary_finding(f) and f.passed for case in cases for f in case.findings):
         return cases
     for case in cases:
-        case.findings = [f for f in case.findings if f.passed or not from_invariant(f)]
+        case.findings = [f for f in case.findings if f.passed or not _summary_finding(f)]
     return cases
+
+
+def pending_over_run(case) -> bool:
+    """Whether all a case fails is a C-SUMMARIZE warning judge_over_run may yet withdraw."""
+    failed = [f for f in case.findings if not f.passed]
+    return bool(failed) and all(map(_summary_finding, failed))
 
 
 def one_scenario(findings: list[Finding]) -> list[Finding]:
     """The findings a generated scenario is judged by: one scenario's reductions say nothing of whether the
     compactor only ever truncates, so its C-SUMMARIZE warning is left to the vectors (judge_over_run)."""
-    return [f for f in findings if f.passed or not (f.requirement == "C-SUMMARIZE" and f.where.endswith(SUMMARY_WHERE))]
+    return [f for f in findings if f.passed or not _summary_finding(f)]
 
 
 def _truncation_problems(own: list[dict], source: str | None, others: list[str] = (),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Callable
 
 from rich.console import Console
 
@@ -15,8 +16,9 @@ UPDATE_EVERY = 10.0  # seconds between progress lines of one long step, in a log
 
 
 class RunProgress:
-    def __init__(self, total: int):
-        self.total, self.done = total, 0
+    def __init__(self, total: int, pending: Callable[[CaseResult], bool] = lambda case: False):
+        """`pending`: whether what a case fails may yet be withdrawn when the whole run is judged."""
+        self.total, self.done, self.pending = total, 0, pending
         self.console = Console(file=sys.stderr, highlight=False, markup=False)
         self.live = None
         self.last_update = time.monotonic()
@@ -54,5 +56,7 @@ class RunProgress:
         if self.live:
             self.live.update(self.task, advance=1, description=case.id)
         else:
-            self.console.print(f"[{self.done}/{self.total}] {case.status:<5} {case.id} ({case.seconds:.2f}s)",
+            status = "wait" if self.pending(case) else case.status
+            note = " (settled when the run is judged whole)" if status == "wait" else ""
+            self.console.print(f"[{self.done}/{self.total}] {status:<5} {case.id} ({case.seconds:.2f}s){note}",
                                soft_wrap=True)
