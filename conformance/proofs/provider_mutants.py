@@ -601,6 +601,19 @@ class KeepsComments(FileReader):
         return text
 
 
+@mutant("P-STRIP-ARTIFACTS")
+class StripsCommentLinesOnly(FileReader):
+    """Strips the front matter and the HTML comments that fill lines of their own, and leaves every comment that
+    shares a line with text (or opens after text and closes on a later line) for the model to read. Its flag is
+    judged on that form as on the reference's (R-TRUNCATED-UNIT), so it fails nothing but the SHOULD."""
+
+    LONE_COMMENT = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*$\n?", re.DOTALL | re.MULTILINE)
+    FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*?\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+    def strip(self, text):
+        return self.LONE_COMMENT.sub("", self.FRONT_MATTER.sub("", text, count=1))
+
+
 # --- errors -------------------------------------------------------------------------------------------------
 
 @mutant("P-SOURCE-UNAVAILABLE")
@@ -1476,3 +1489,47 @@ class CompactorFlagsAChainThatFits(Compactor):
 
     def fit_chain(self, prior, budget, count):
         return [{**s, "truncated": True} for s in super().fit_chain(prior, budget, count)]
+
+
+# --- the truncated flag and stripping, escapes of red team r30, each closed by vectors of a general shape ----
+
+class _ReflagsItsCut(FileReader):
+    """Cuts as the reference does, then decides the flag of a cut section by a rule of its own (`still_whole`)."""
+
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        if section and section["truncated"] and self.still_whole(tokens.text_of(section["content"]), text, count):
+            return {**section, "truncated": False}
+        return section
+
+    def still_whole(self, kept, text, count):
+        raise NotImplementedError
+
+
+@mutant("P-TRUNCATED-FLAG")
+class TakesAClauseMarkForAnEnd(_ReflagsItsCut):
+    """Takes a cut right after a comma, semicolon, colon or closing bracket for a natural stopping place and
+    flags it not truncated: none of those ends a sentence, so the list or clause it stops in is cut short."""
+
+    CLAUSE_END = re.compile(r"[,;:)]\s*\Z")
+
+    def still_whole(self, kept, text, count):
+        return bool(self.CLAUSE_END.search(kept))
+
+
+@mutant("P-TRUNCATED-FLAG")
+class NearlyAllIsWhole(_ReflagsItsCut):
+    """Flags a cut not truncated when what it kept counts at least nine tenths of the file's tokens: the flag
+    says text is missing, however little."""
+
+    def still_whole(self, kept, text, count):
+        return 10 * count(text_block(kept)) >= 9 * count(text_block(text.strip()))
+
+
+@mutant("P-TRUNCATED-FLAG")
+class TruncatedOnlyWhenAParagraphIsLost(_ReflagsItsCut):
+    """Flags a cut truncated only when a paragraph break of the file is missing from what it kept: the words cut
+    off the end of a one-paragraph file go unflagged."""
+
+    def still_whole(self, kept, text, count):
+        return kept.count("\n\n") >= text.strip().count("\n\n")

@@ -706,16 +706,6 @@ class LabelsByHeading(FileReader):
         return section
 
 
-@variant("strips only the HTML comments that fill whole lines, and leaves comments inside a line in place",
-         "context/data-types.md#stripping-non-semantic-artifacts")
-class StripsCommentLinesOnly(FileReader):
-    COMMENT_LINES = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*$\n?", re.DOTALL | re.MULTILINE)
-    FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*?\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
-
-    def strip(self, text):
-        return self.COMMENT_LINES.sub("", self.FRONT_MATTER.sub("", text, count=1))
-
-
 @variant("serves its file reformatted: the markdown heading markers (the #s opening a line) left out, the rest "
          "stripped and reduced as the reference does", "R-TRUNCATED-UNIT")
 class StripsHeadingMarkers(FileReader):

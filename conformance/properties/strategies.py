@@ -801,7 +801,10 @@ def contribute_requests(draw, large: frozenset = frozenset(), own_name: str = "p
     return request
 
 
-paragraph_texts = _joined(_TRICKY[:6] + list("abcdefghij .,"), 80).filter(lambda t: t.strip())
+# Clause marks among the letters: a word cut lands after a comma, semicolon, colon or closing bracket, none of
+# which ends a sentence (R-TRUNCATED-UNIT).
+paragraph_texts = _joined(_TRICKY[:6] + list("abcdefghij .,") + [", ", "; ", ": ", ") "], 80).filter(
+    lambda t: t.strip())
 # Text of short ASCII words (a table, code, single letters) counts far more than a bytes/4 estimate says.
 _short_words = _joined(["a ", "b ", "x = y", " + ", "| a | b |", "\n", "1 ", "if a: b"], 30).filter(lambda t: t.strip())
 # Headings, some empty once their comment is stripped: what a label built from the content has to go on.
