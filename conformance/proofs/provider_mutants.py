@@ -706,6 +706,23 @@ class SilentWhenATouchedSourceVanished(RereadsWhenTouched):
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
+class QuietAfterReportingTheLoss(FileReader):
+    """Reads its file at each call and reports it gone once; every later call that finds it still gone hands the
+    chain back with nothing of its own and no error, until a call reads it again."""
+
+    def contribute(self, request, call):
+        try:
+            answer = super().contribute(request, call)
+        except CallFailed:
+            if getattr(self, "loss_reported", False):
+                return {"sections": list(request["request"].get("prior_sections", []))}
+            self.loss_reported = True
+            raise
+        self.loss_reported = False
+        return answer
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
 class VanishedIsUnknown(FileReader):
     """Reports a vanished file as an unknown failure."""
 
