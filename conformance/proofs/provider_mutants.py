@@ -147,6 +147,33 @@ class AcceptsMissingSource(FileReader):
         return Path(root) / path
 
 
+@mutant("P-CONFIGURE-REJECT")
+class TrustsAnExistingFolder(FileReader):
+    """Checks a path with a folder in it only as far as the folder: the file may be generated there later."""
+
+    def resolve(self, root, path):
+        base = Path(root).resolve()
+        target = base / path
+        if target.parent != base and target.parent.is_dir() and target.parent.resolve().is_relative_to(base):
+            return target
+        return super().resolve(root, path)
+
+
+@mutant("P-CONFIGURE-REJECT")
+class TakesALinkForAFile(FileReader):
+    """Refuses a path only when nothing at all is there under that name: a symlink counts as there, wherever it
+    leads."""
+
+    def resolve(self, root, path):
+        try:
+            return super().resolve(root, path)
+        except CallFailed:
+            link = Path(root).resolve() / path
+            if link.is_symlink():
+                return link
+            raise
+
+
 @mutant("P-TOKENS-COUNTTOKENS")
 class EstimatesItsConfigNote(NotesAnUnusableConfig):
     """The note NotesAnUnusableConfig serves after a root or path that is no string, its figure estimated (four
