@@ -1365,6 +1365,35 @@ class StampsTheKernelFigures(_StampsItsSection):
                 f"{request.get('assembled_tokens_last_turn', 0)}.")
 
 
+@mutant("P-STATIC-SECTION-HOLDS")
+class SparesANearlyFullContext(FileReader):
+    """Takes two thirds of its budget once either kernel figure passes three quarters of the effective ceiling,
+    to leave the model room: its static section is another cut of the same file under the same request."""
+
+    def contribute(self, request, call):
+        req = request["request"]
+        ceiling = (req.get("model_target") or {}).get("effective_ceiling") or 0
+        pressure = max(req.get("history_tokens") or 0, req.get("assembled_tokens_last_turn") or 0)
+        if ceiling and 4 * pressure > 3 * ceiling:
+            request = {**request, "request": {**req, "token_budget": (req.get("token_budget") or 0) * 2 // 3}}
+        return super().contribute(request, call)
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class MarksItsSectionKeptLater(FileReader):
+    """From its ninth firing since the last Configure, says in its static section's label that it is kept from
+    before: a label that follows how often it was fired, which only a long session shows."""
+
+    def configure(self, request, call):
+        self.firings = 0
+        return super().configure(request, call)
+
+    def own_sections(self, text, budget, count):
+        self.firings = getattr(self, "firings", 0) + 1
+        sections = super().own_sections(text, budget, count)
+        return [{**s, "label": f"{s['label']} [kept]"} for s in sections] if self.firings > 8 else sections
+
+
 @mutant("P-SECTION-STABILITY-DECLARED")
 class NotesTheLastTurnSize(FileReader):
     """Declared static, adds a section marked dynamic saying how large the last turn's context was, where the
