@@ -16,6 +16,13 @@ MISSING_SOURCE = "missing-by-design.md"
 # The source a glob step names: a pattern nothing in the case directory matches, and, read as a literal name,
 # a file that does not exist either, so a reader of either kind must refuse it (P-CONFIGURE-REJECT).
 MISSING_GLOB = "missing-by-design-*.md"
+# The sources of the other probes of a declared path that resolves to nothing (P-CONFIGURE-REJECT): a name under a
+# folder (a vector may make the folder exist or not) that is no file, and a symlink the suite makes, just before
+# the Configure, pointing at MISSING_SOURCE: there on disk as a link, but leading nowhere.
+MISSING_NESTED = "docs/missing-by-design.md"
+DANGLING_SOURCE = "dangling-by-design.md"
+# Each kind of bad Configure a vector step names (configure.bad) that puts a source of the suite's in ${source}.
+STANDING_IN = {"glob": MISSING_GLOB, "nested": MISSING_NESTED, "dangling": DANGLING_SOURCE}
 PLACEHOLDERS = ("${workdir}", "${source}")
 CASE_STAND_IN = Path("/ctxconf-case")  # the case directory, when a file is checked on load before any exists
 
@@ -39,7 +46,8 @@ class Manifest:
 
     def configured(self, workdir: Path, source: str, bad: bool | str = False) -> dict:
         """The config with ${workdir} and ${source} filled in; the bad one points at a missing file, and the
-        "glob" one is the config with ${source} a glob that matches nothing."""
+        "glob", "nested" and "dangling" ones are the config with ${source} a glob that matches nothing, a missing
+        file under a folder, or a symlink that leads nowhere (STANDING_IN)."""
         _, template, table = self._template(workdir, source, bad)
         return _substitute(template, table)
 
@@ -51,8 +59,8 @@ class Manifest:
 
     def _template(self, workdir: Path, source: str, bad: bool | str) -> tuple[str, dict, dict[str, str]]:
         name, template = "config", self.config
-        if bad == "glob":
-            source = MISSING_GLOB
+        if bad in STANDING_IN:
+            source = STANDING_IN[bad]
         elif bad and self.bad_config is not None:
             name, template = "bad_config", self.bad_config
         elif bad:
@@ -67,7 +75,7 @@ def load(path: Path) -> Manifest:
     # Only values that use a placeholder are taken for paths and confined: a manifest is its author's
     # description of their own provider's config, whose other values (a model name, a threshold, an
     # absolute path to a tool of theirs) the suite cannot tell apart from data and does not act on.
-    for bad in (False, True, "glob"):
+    for bad in (False, True, *STANDING_IN):
         for field, value in manifest.paths(CASE_STAND_IN, DEFAULT_SOURCE, bad):
             problem = path_problem(CASE_STAND_IN, value, follow_symlinks=False)
             if problem:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from conformance.bindings.base import Binding, CallFailed, HarnessError
-from conformance.data.manifest import Manifest, confined, real_path
+from conformance.data.manifest import DANGLING_SOURCE, MISSING_SOURCE, STANDING_IN, Manifest, confined, real_path
 from conformance.data.provider_cases import SUITE_MODELS, ProviderCase, Step, contribute_request
 from conformance.data.schemas import MAX_FILE_BYTES
 from conformance.engine import config_probes
@@ -157,8 +157,9 @@ def step_records(step: Step, transcript: ProviderTranscript, manifest: Manifest,
     schema_probes, the calls config_probes draws from that schema."""
     if step.kind == "configure" and step.spec.get("schema_probes"):
         return probe_records(step, transcript, manifest, case)
-    if step.kind == "configure" and step.spec.get("bad") == "glob" and not manifest.names_source:
-        return [StepRecord(step, unserved="the manifest's config puts ${source} nowhere, so no glob can stand in it")]
+    if step.kind == "configure" and step.spec.get("bad") in STANDING_IN and not manifest.names_source:
+        return [StepRecord(step, unserved=f"the manifest's config puts ${{source}} nowhere, so no {step.spec['bad']} "
+                                          "source can stand in it")]
     if step.kind != "configure" or not step.spec.get("missing_required"):
         return [StepRecord(step)]
     config = manifest.configured(transcript.workdir, case.source)
@@ -208,6 +209,8 @@ def run_step(binding: Binding, record: StepRecord, kernel: SuiteKernel, manifest
         return
     if step.kind == "configure":
         bad = step.spec.get("bad", False)
+        if bad == "dangling":
+            dangle(workdir)
         config = manifest.configured(workdir, case.source, bad=bad)
         for name, value in manifest.paths(workdir, case.source, bad=bad):
             _confined(workdir, value, f"the manifest's {name}", file=False, spoiled=transcript.spoiled)
@@ -310,6 +313,18 @@ def spoil(files: CaseDir, name: str, how: str, field: str) -> str:
         return "a symlink to itself (the suite runs with the right to read any file, so permissions would not do)"
     except OSError as exc:
         raise HarnessError(f"{field}: cannot make {name!r} {how}: {exc.strerror}") from None
+
+
+def dangle(workdir: Path) -> None:
+    """Make DANGLING_SOURCE a symlink to MISSING_SOURCE, which is no file (configure.bad dangling): a name on disk
+    that resolves to nothing."""
+    files, field = CaseDir(workdir), "configure.bad"
+    try:
+        files.remove(DANGLING_SOURCE, field)
+        files.remove(MISSING_SOURCE, field)
+        files.symlink(MISSING_SOURCE, DANGLING_SOURCE, field)
+    except OSError as exc:
+        raise HarnessError(f"{field}: cannot make {DANGLING_SOURCE!r} a dangling symlink: {exc.strerror}") from None
 
 
 def write_files(workdir: Path, files: dict[str, str], field: str) -> None:

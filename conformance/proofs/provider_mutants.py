@@ -147,6 +147,33 @@ class AcceptsMissingSource(FileReader):
         return Path(root) / path
 
 
+@mutant("P-CONFIGURE-REJECT")
+class TrustsAnExistingFolder(FileReader):
+    """Checks a path with a folder in it only as far as the folder: the file may be generated there later."""
+
+    def resolve(self, root, path):
+        base = Path(root).resolve()
+        target = base / path
+        if target.parent != base and target.parent.is_dir() and target.parent.resolve().is_relative_to(base):
+            return target
+        return super().resolve(root, path)
+
+
+@mutant("P-CONFIGURE-REJECT")
+class TakesALinkForAFile(FileReader):
+    """Refuses a path only when nothing at all is there under that name: a symlink counts as there, wherever it
+    leads."""
+
+    def resolve(self, root, path):
+        try:
+            return super().resolve(root, path)
+        except CallFailed:
+            link = Path(root).resolve() / path
+            if link.is_symlink():
+                return link
+            raise
+
+
 @mutant("P-TOKENS-COUNTTOKENS")
 class EstimatesItsConfigNote(NotesAnUnusableConfig):
     """The note NotesAnUnusableConfig serves after a root or path that is no string, its figure estimated (four
@@ -716,6 +743,23 @@ class SilentWhenATouchedSourceVanished(RereadsWhenTouched):
             return super().contribute(request, call)
         except CallFailed:
             return {"sections": request["request"].get("prior_sections", [])}
+
+
+@mutant("P-SOURCE-UNAVAILABLE")
+class QuietAfterReportingTheLoss(FileReader):
+    """Reads its file at each call and reports it gone once; every later call that finds it still gone hands the
+    chain back with nothing of its own and no error, until a call reads it again."""
+
+    def contribute(self, request, call):
+        try:
+            answer = super().contribute(request, call)
+        except CallFailed:
+            if getattr(self, "loss_reported", False):
+                return {"sections": list(request["request"].get("prior_sections", []))}
+            self.loss_reported = True
+            raise
+        self.loss_reported = False
+        return answer
 
 
 @mutant("P-SOURCE-UNAVAILABLE")
@@ -1332,6 +1376,35 @@ class StampsTheKernelFigures(_StampsItsSection):
     def stamp(self, request):
         return (f"The conversation counts {request.get('history_tokens', 0)} tokens, the last turn's context "
                 f"{request.get('assembled_tokens_last_turn', 0)}.")
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class SparesANearlyFullContext(FileReader):
+    """Takes two thirds of its budget once either kernel figure passes three quarters of the effective ceiling,
+    to leave the model room: its static section is another cut of the same file under the same request."""
+
+    def contribute(self, request, call):
+        req = request["request"]
+        ceiling = (req.get("model_target") or {}).get("effective_ceiling") or 0
+        pressure = max(req.get("history_tokens") or 0, req.get("assembled_tokens_last_turn") or 0)
+        if ceiling and 4 * pressure > 3 * ceiling:
+            request = {**request, "request": {**req, "token_budget": (req.get("token_budget") or 0) * 2 // 3}}
+        return super().contribute(request, call)
+
+
+@mutant("P-STATIC-SECTION-HOLDS")
+class MarksItsSectionKeptLater(FileReader):
+    """From its ninth firing since the last Configure, says in its static section's label that it is kept from
+    before: a label that follows how often it was fired, which only a long session shows."""
+
+    def configure(self, request, call):
+        self.firings = 0
+        return super().configure(request, call)
+
+    def own_sections(self, text, budget, count):
+        self.firings = getattr(self, "firings", 0) + 1
+        sections = super().own_sections(text, budget, count)
+        return [{**s, "label": f"{s['label']} [kept]"} for s in sections] if self.firings > 8 else sections
 
 
 @mutant("P-SECTION-STABILITY-DECLARED")

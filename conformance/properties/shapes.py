@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterator
 
+from conformance.data.provider_cases import DEFAULT_MODEL
 from conformance.properties import space
 from conformance.properties.strategies import CONTROLS, NEAR_MISSES, readings
 from conformance.wire import errors, tokens
@@ -249,6 +250,11 @@ def _provider_shapes(own_name: str) -> dict[str, Predicate]:
             "\u0301" in b.get("text", "") or "\u0308" in b.get("text", "") for s in space.prior_sections(doc)
             for b in s["content"]),
         "budget: at the prior chain's count or one token either side": budget_at_prior,
+        "session: the first firing's request again after 8 firings or more": lambda doc: any(
+            i >= 8 and r == space.provider_requests(doc)[0] for i, r in enumerate(space.provider_requests(doc))),
+        "figures: history_tokens at 96% of the effective ceiling or more": lambda doc: any(
+            0 < (ceiling := (r.get("model_target") or DEFAULT_MODEL).get("effective_ceiling", 0)) <= r.get("history_tokens", 0) * 25 / 24
+            for r in space.provider_requests(doc)),
         "count: a prior section of several blocks on a model whose tokenizer counts where blocks end": lambda doc: any(
             (r.get("model_target") or {}).get("tokenizer") == "blocks"
             and any(len(s["content"]) >= 2 for s in r.get("prior_sections", ())) for r in space.provider_requests(doc)),

@@ -275,7 +275,7 @@ PROVIDER = {d.key: d for d in (
     _p("history", "messages in conversation_history", (0, 6), (200, 320), "",
        "a compactor that looks at the last N messages only, or gives up on long histories",
        lambda doc: _most(len(r.get("conversation_history", ())) for r in provider_requests(doc))),
-    _p("steps", "Contribute calls per case", (1, 3), (4, 10), "",
+    _p("steps", "Contribute calls per case", (1, 3), (4, 20), "",
        "state that goes stale after a few firings: a cached count, a cached file",
        lambda doc: len(provider_requests(doc))),
     _p("source", "UTF-8 bytes of the source file", (0, 4000), (16 * KIB, 256 * KIB), "bytes",

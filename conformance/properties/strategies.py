@@ -22,6 +22,7 @@ import unicodedata
 
 from hypothesis import strategies as st
 
+from conformance.data.provider_cases import DEFAULT_MODEL
 from conformance.properties import space
 from conformance.properties.space import KERNEL, PROVIDER
 from conformance.wire import errors, tokens
@@ -846,12 +847,24 @@ def provider_scenarios(draw, share: int | None = DEFAULT_SHARE, own_name: str = 
     large = draw(swarm("provider", share)) if switched is None else switched
     calls = draw(PROVIDER["steps"].strategy("steps" in large))
     steps = [{"configure": {}}] + [{"contribute": draw(contribute_requests(large, own_name))} for _ in range(calls)]
-    if calls >= 3 and draw(st.integers(0, 2)) == 0:
+    if calls >= 8 and draw(st.integers(0, 2)) == 0:
+        # R-STATIC-SECTION-HOLDS over a long session: the first firing's request comes back as the last two, in a
+        # turn of its own and then reworded, every firing between touching the same files as the first (so that
+        # all of them are one input as far as files touched go): a section that changes after some number of
+        # firings is compared with what it was at the first.
+        first = steps[1]["contribute"]
+        for step in steps[2:calls - 1]:
+            step["contribute"].pop("files_touched", None)
+            if first.get("files_touched"):
+                step["contribute"]["files_touched"] = list(first["files_touched"])
+        steps[calls - 1:] = [{"contribute": copy.deepcopy(first)},
+                             {"contribute": _reworded(first, draw(st.sampled_from(_FIGURES)))}]
+    elif calls >= 3 and draw(st.integers(0, 2)) == 0:
         # R-STATIC-SECTION-HOLDS: the last three firings one request, then the same again in its turn (that of its
         # step), then reworded in the next turn, the kernel's figures sometimes changed too.
         first = steps[calls - 2]["contribute"]
         again = {**copy.deepcopy(first), "turn": calls - 2}
-        steps[calls - 1:] = [{"contribute": again}, {"contribute": _reworded(first, draw(st.booleans()))}]
+        steps[calls - 1:] = [{"contribute": again}, {"contribute": _reworded(first, draw(st.sampled_from(_FIGURES)))}]
     source = draw(large_fixtures() if "source" in large else fixture_texts())
     return {"id": "provider/property/generated", "title": "A generated provider scenario", "requirements": [],
             "files": {SOURCE_NAME: source, **draw(_nested_fixtures)}, "steps": steps}
@@ -861,14 +874,24 @@ _NEXT_LETTER = str.maketrans("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX
                              "bcdefghijklmnopqrstuvwxyzaBCDEFGHIJKLMNOPQRSTUVWXYZA")
 
 
-def _reworded(request: dict, figures: bool = False) -> dict:
+# How _reworded changes the kernel's figures: not at all, a little, or to near the effective ceiling (a context
+# nearly full, where a provider tempted to spare room would show it).
+_FIGURES = ("", "nudged", "near-ceiling")
+
+
+def _reworded(request: dict, figures: str = "") -> dict:
     """The request with other words in its dynamic prior sections, letter for letter (a to b, z to a): every
     length, word count, byte count and figure stays, so a provider's budget presses just as hard. With
-    `figures`, the kernel's figures change too: a reason for a compactor only (R-STATIC-SECTION-HOLDS)."""
+    `figures`, the kernel's figures change too, a little or to 96% and 98% of the effective ceiling: a reason
+    for a compactor only (R-STATIC-SECTION-HOLDS)."""
     request = copy.deepcopy(request)
-    if figures:
+    if figures == "nudged":
         request["history_tokens"] = request.get("history_tokens", 0) + 17
         request["assembled_tokens_last_turn"] = request.get("assembled_tokens_last_turn", 0) + 23
+    elif figures == "near-ceiling":
+        ceiling = (request.get("model_target") or DEFAULT_MODEL)["effective_ceiling"]
+        request["history_tokens"] = ceiling - ceiling // 25
+        request["assembled_tokens_last_turn"] = ceiling - ceiling // 50
     for section in request["prior_sections"]:
         if section.get("stability") == "STABILITY_DYNAMIC":
             for block in section["content"]:
