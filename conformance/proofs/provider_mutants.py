@@ -836,9 +836,11 @@ class CompactorCutsUnflagged(CompactorCutsAsLastResort):
         return False
 
 
-@mutant("P-SECTION-LABEL")
+@mutant("P-SECTION-LABEL", also=["P-TOKENS-COUNTTOKENS"])
 class CompactorBlanksLabels(Compactor):
-    """Writes each summary without a label, as a rewrite that builds a new section from the text alone would."""
+    """Writes each summary without a label, as a rewrite that builds a new section from the text alone would.
+    A section already as short as its summary comes back as given but for the blank label, so the figure it was
+    given (a generated chain's 0, say) becomes one the compactor states for a section it wrote."""
 
     def summarized(self, section, kept, count):
         return {**super().summarized(section, kept, count), "label": ""}

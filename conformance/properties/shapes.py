@@ -11,10 +11,11 @@ from here.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Iterator
 
 from conformance.properties import space
-from conformance.properties.strategies import CONTROLS, NEAR_MISSES, readings
+from conformance.properties.strategies import CONTROLS, NEAR_MISSES, SOURCE_NAME, readings
 from conformance.wire import errors, tokens
 
 Predicate = Callable[[dict], bool]
@@ -229,6 +230,22 @@ def _prior_signed(test: Callable[[str], bool]) -> Predicate:
     return lambda doc: any(test(s["provider"]) for s in space.prior_sections(doc))
 
 
+def _blank_inside_fence(text: str) -> bool:
+    """A blank line between a fence line (three backticks or tildes) and the one closing it."""
+    fence = None
+    for line in text.split("\n"):
+        marker = re.match(r"(`{3,}|~{3,})", line)
+        if marker and (fence is None or marker.group(1).startswith(fence)):
+            fence = None if fence else marker.group(1)
+        elif fence and not line.strip():
+            return True
+    return False
+
+
+def _source(doc: dict) -> str:
+    return doc.get("files", {}).get(SOURCE_NAME, "")
+
+
 def _provider_shapes(own_name: str) -> dict[str, Predicate]:
     """For a provider declared under own_name."""
     def budget_at_prior(doc: dict) -> bool:
@@ -249,6 +266,14 @@ def _provider_shapes(own_name: str) -> dict[str, Predicate]:
             "\u0301" in b.get("text", "") or "\u0308" in b.get("text", "") for s in space.prior_sections(doc)
             for b in s["content"]),
         "budget: at the prior chain's count or one token either side": budget_at_prior,
+        "source: a tab": lambda doc: "\t" in _source(doc),
+        "source: a fenced code block with a blank line inside": lambda doc: _blank_inside_fence(_source(doc)),
+        "source: one paragraph of 300 words or more": lambda doc: any(
+            len(p.split()) >= 300 for p in _source(doc).split("\n\n")),
+        "history: a tool result of 1 KiB or more": lambda doc: any(
+            len(b["text"]["text"].encode()) >= space.KIB for r in space.provider_requests(doc)
+            for m in r.get("conversation_history", ()) for c in m.get("content", ()) if "tool_result" in c
+            for b in c["tool_result"].get("content", ()) if "text" in b),
         "count: a prior section of several blocks on a model whose tokenizer counts where blocks end": lambda doc: any(
             (r.get("model_target") or {}).get("tokenizer") == "blocks"
             and any(len(s["content"]) >= 2 for s in r.get("prior_sections", ())) for r in space.provider_requests(doc)),
