@@ -893,9 +893,11 @@ class CompactorCutsUnflagged(CompactorCutsAsLastResort):
         return False
 
 
-@mutant("P-SECTION-LABEL")
+@mutant("P-SECTION-LABEL", also=["P-TOKENS-COUNTTOKENS"])
 class CompactorBlanksLabels(Compactor):
-    """Writes each summary without a label, as a rewrite that builds a new section from the text alone would."""
+    """Writes each summary without a label, as a rewrite that builds a new section from the text alone would.
+    A section already as short as its summary comes back as given but for the blank label, so the figure it was
+    given (a generated chain's 0, say) becomes one the compactor states for a section it wrote."""
 
     def summarized(self, section, kept, count):
         return {**super().summarized(section, kept, count), "label": ""}
@@ -1606,3 +1608,72 @@ class TruncatedOnlyWhenAParagraphIsLost(_ReflagsItsCut):
 
     def still_whole(self, kept, text, count):
         return kept.count("\n\n") >= text.strip().count("\n\n")
+
+
+# --- content shapes and sizes: tabs, fenced code, one long paragraph, bulky tool output ----------------------
+
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.MULTILINE)
+
+
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
+class ReaderClosesOpenFenceAfterCounting(FileReader):
+    """When its cut leaves a code block open (an odd number of fence lines), writes the closing fence onto the
+    section it has already counted: the figure no longer matches the text, which may outgrow the budget."""
+
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        if section is not None:
+            body = tokens.text_of(section["content"])
+            fences = _FENCE_LINE.findall(body)
+            if len(fences) % 2:
+                section["content"] = text_block(f"{body}\n{fences[-1]}")
+        return section
+
+
+@mutant("P-TOKENS-COUNTTOKENS", also=["P-WITHIN-BUDGET"])
+class ReaderIndentsWithSpacesAfterCounting(FileReader):
+    """Turns each tab of its section into two spaces once the section is counted."""
+
+    def own_section(self, text, budget, count):
+        section = super().own_section(text, budget, count)
+        if section is not None:
+            section["content"] = text_block(tokens.text_of(section["content"]).replace("\t", "  "))
+        return section
+
+
+@mutant("P-WITHIN-BUDGET")
+class ReaderCutsLongParagraphByBytes(FileReader):
+    """A first paragraph of more than 2000 characters that does not fit is cut at a word boundary near four bytes
+    per token of budget, its own rule of thumb, and then counted: a text of short words counts far more."""
+
+    LONG = 2000
+
+    def own_section(self, text, budget, count):
+        pieces = paragraphs(text)
+        if not pieces or len(pieces[0]) <= self.LONG or count(text_block(pieces[0])) <= budget:
+            return super().own_section(text, budget, count)
+        head = pieces[0].encode("utf-8")[:4 * budget].decode("utf-8", "ignore")
+        kept = head.rsplit(" ", 1)[0] if " " in head else ""
+        if not kept.strip():
+            return None
+        return self.section(self.label, kept, count(text_block(kept)), True)
+
+
+@mutant("C-REWRITTEN-HISTORY-TEXT")
+class CompactorClipsBulkyToolResults(Compactor):
+    """In the recent messages it keeps, clips a tool result's text past 1 KiB to its first 1 KiB, inside the
+    tool_result block: a block of another kind it wrote itself."""
+
+    LIMIT = 1024
+
+    def rewrite_history(self, history):
+        def clipped(block):
+            result = block.get("tool_result")
+            if not result:
+                return block
+            inner = [{"text": {"text": b["text"]["text"][:self.LIMIT]}}
+                     if "text" in b and len(b["text"].get("text", "")) > self.LIMIT else b
+                     for b in result.get("content", [])]
+            return {"tool_result": {**result, "content": inner}}
+        rewritten = super().rewrite_history(history)
+        return rewritten[:1] + [{**m, "content": [clipped(b) for b in m.get("content", [])]} for m in rewritten[1:]]

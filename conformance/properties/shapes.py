@@ -11,11 +11,12 @@ from here.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Iterator
 
 from conformance.data.provider_cases import DEFAULT_MODEL
 from conformance.properties import space
-from conformance.properties.strategies import CONTROLS, NEAR_MISSES, readings
+from conformance.properties.strategies import CONTROLS, NEAR_MISSES, SOURCE_NAME, readings
 from conformance.wire import errors, tokens
 
 Predicate = Callable[[dict], bool]
@@ -230,6 +231,22 @@ def _prior_signed(test: Callable[[str], bool]) -> Predicate:
     return lambda doc: any(test(s["provider"]) for s in space.prior_sections(doc))
 
 
+def _blank_inside_fence(text: str) -> bool:
+    """A blank line between a fence line (three backticks or tildes) and the one closing it."""
+    fence = None
+    for line in text.split("\n"):
+        marker = re.match(r"(`{3,}|~{3,})", line)
+        if marker and (fence is None or marker.group(1).startswith(fence)):
+            fence = None if fence else marker.group(1)
+        elif fence and not line.strip():
+            return True
+    return False
+
+
+def _source(doc: dict) -> str:
+    return doc.get("files", {}).get(SOURCE_NAME, "")
+
+
 def _provider_shapes(own_name: str) -> dict[str, Predicate]:
     """For a provider declared under own_name."""
     def budget_at_prior(doc: dict) -> bool:
@@ -255,6 +272,14 @@ def _provider_shapes(own_name: str) -> dict[str, Predicate]:
         "figures: history_tokens at 96% of the effective ceiling or more": lambda doc: any(
             0 < (ceiling := (r.get("model_target") or DEFAULT_MODEL).get("effective_ceiling", 0)) <= r.get("history_tokens", 0) * 25 / 24
             for r in space.provider_requests(doc)),
+        "source: a tab": lambda doc: "\t" in _source(doc),
+        "source: a fenced code block with a blank line inside": lambda doc: _blank_inside_fence(_source(doc)),
+        "source: one paragraph of 300 words or more": lambda doc: any(
+            len(p.split()) >= 300 for p in _source(doc).split("\n\n")),
+        "history: a tool result of 1 KiB or more": lambda doc: any(
+            len(b["text"]["text"].encode()) >= space.KIB for r in space.provider_requests(doc)
+            for m in r.get("conversation_history", ()) for c in m.get("content", ()) if "tool_result" in c
+            for b in c["tool_result"].get("content", ()) if "text" in b),
         "count: a prior section of several blocks on a model whose tokenizer counts where blocks end": lambda doc: any(
             (r.get("model_target") or {}).get("tokenizer") == "blocks"
             and any(len(s["content"]) >= 2 for s in r.get("prior_sections", ())) for r in space.provider_requests(doc)),

@@ -773,6 +773,17 @@ _TOOL_EXCHANGES = st.sampled_from([
      {"role": "user", "content": [{"tool_result": {"tool_use_id": "c8", "content": [{"text": {"text": "a b"}}]}}]},
      {"role": "assistant", "text": "Done."}],
 ])
+# Tool output of several KiB, up to 64 KiB, in the recent messages a compactor may keep verbatim: kept, it is the
+# block it was sent, whatever its length; shortened inside its tool_result block, a non-text block the compactor
+# wrote (R-REWRITTEN-HISTORY-CONTENT).
+_BULKY_OUTPUT = st.builds(sized, st.sampled_from(["src/a.c:12: warning: unused x\n", "ok\t3.2s\n", "é 漢字 ", "x"]),
+                          st.integers(1024, 64 * 1024))
+_BULKY_EXCHANGES = st.builds(lambda output, more: [
+    {"role": "assistant", "content": [{"tool_use": {"id": "c7", "name": "run", "arguments": {"cmd": "make"}}}]},
+    {"role": "user", "content": [{"tool_result": {"tool_use_id": "c7", "content": [{"text": {"text": output}}]}}]},
+    *([{"role": "assistant", "text": "The build prints warnings only."}] if more else [])],
+    _BULKY_OUTPUT, st.booleans())
+_TOOL_EXCHANGES = st.one_of(_TOOL_EXCHANGES, _BULKY_EXCHANGES)
 _PROVIDER_BUDGETS = st.one_of(st.integers(0, 30), st.integers(30, 5000))
 
 
@@ -810,7 +821,23 @@ paragraph_texts = _joined(_TRICKY[:6] + list("abcdefghij .,") + [", ", "; ", ": 
 _short_words = _joined(["a ", "b ", "x = y", " + ", "| a | b |", "\n", "1 ", "if a: b"], 30).filter(lambda t: t.strip())
 # Headings, some empty once their comment is stripped: what a label built from the content has to go on.
 _HEADINGS = st.sampled_from(["# Conventions", "# <!-- project name -->", "#", "## ", "# Café — 漢字"])
-_paragraphs = st.one_of(paragraph_texts, paragraph_texts, _short_words, _HEADINGS)
+# Shapes of real files the pieces above never make. Tab-indented and tab-separated lines (a reader that widens
+# tabs after counting states a stale figure); a fenced code block with blank lines inside, so a cut at a
+# paragraph break can leave it open (one that closes it after counting outgrows its figure).
+_tabbed = st.lists(st.sampled_from(["\tgo build ./...", "name\towner\tstate", "\t\treturn x", "a\tb", "x\t"]),
+                   min_size=1, max_size=4).map("\n".join)
+_fenced = st.builds(lambda fence, info, pieces: f"{fence}{info}\n" + "\n\n".join(pieces) + f"\n{fence}",
+                    st.sampled_from(["```", "~~~", "````"]), st.sampled_from(["", "sh", "make"]),
+                    st.lists(st.sampled_from(["x = 1", "build:\n\tgo test ./...", "\treturn 0", "echo done", "a b"]),
+                             min_size=2, max_size=4))
+_paragraphs = st.one_of(paragraph_texts, paragraph_texts, _short_words, _HEADINGS, _tabbed, _fenced)
+# One paragraph of 300 to 6000 words, longer than every budget below it: a reader that cuts a long paragraph by a
+# rule of thumb of its own, past some length, lands over the budget. Its words are short, so they count far more
+# than four bytes a token would say.
+_LONG_WORDS = ["a", "to", "the", "x=1", "if", "run", "é", "cache", "\t", "tests;"]
+_long_paragraphs = st.builds(lambda start, n: " ".join(_LONG_WORDS[(start + i * i) % len(_LONG_WORDS)]
+                                                       for i in range(n)).replace(" \t ", "\t"),
+                             st.integers(0, len(_LONG_WORDS) - 1), st.integers(300, 6000))
 # Authoring artifacts a reader may strip (context/data-types.md#stripping-non-semantic-artifacts).
 _FRONT_MATTERS = st.sampled_from(["", "", "---\ntitle: Internal\n---\n", "+++\ntitle = 'x'\n+++\n"])
 _COMMENTS = st.sampled_from(["<!-- a note -->", "<!--\nspanning\nlines\n-->", "text <!-- inline --> after"])
@@ -820,6 +847,8 @@ _COMMENTS = st.sampled_from(["<!-- a note -->", "<!--\nspanning\nlines\n-->", "t
 def fixture_texts(draw) -> str:
     """A source file: paragraphs, headings among them, sometimes front matter and HTML comments."""
     pieces = draw(st.lists(_paragraphs, min_size=1, max_size=6))
+    if draw(st.integers(0, 3)) == 0:  # a very long paragraph, first (the only thing a cut can take from) or later
+        pieces.insert(draw(st.sampled_from([0, 0, len(pieces)])), draw(_long_paragraphs))
     for _ in range(draw(st.integers(0, 2))):
         pieces.insert(draw(st.integers(0, len(pieces))), draw(_COMMENTS))
     return draw(_FRONT_MATTERS) + "\n\n".join(pieces) + "\n"
