@@ -85,12 +85,12 @@ def test_a_reader_that_rereads_when_files_touched_names_its_file_is_judged_where
     results = certify_provider(variant("RereadsWhenTouched"), "filereader", bundled(provider_vectors, VANISHED),
                                tmp_path)
     judged = {f.where.split(" (")[0]: f.passed for f in findings(results, "P-SOURCE-UNAVAILABLE")}
-    assert judged == {"step 5": True, "step 7": True}, "step 4 served what it read before: nothing to judge"
+    assert judged == {"step 7": True, "step 9": True}, "steps 4 to 6 served what it read before: nothing to judge"
 
 
 @pytest.mark.parametrize("name, step", [("SilentWhenSourceVanishes", "step 4"),
                                         ("PlaceholderWhenSourceVanishes", "step 4"),
-                                        ("VanishedIsUnknown", "step 4"), ("StaysUnavailable", "step 7")])
+                                        ("VanishedIsUnknown", "step 4"), ("StaysUnavailable", "step 9")])
 def test_a_reader_that_answers_a_vanished_source_wrongly_is_caught(name, step, provider_vectors, tmp_path):
     results = certify_provider(mutant(name), "filereader", bundled(provider_vectors, VANISHED), tmp_path)
     failed = [f.where for f in findings(results, "P-SOURCE-UNAVAILABLE") if not f.passed]

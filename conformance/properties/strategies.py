@@ -831,13 +831,14 @@ _fenced = st.builds(lambda fence, info, pieces: f"{fence}{info}\n" + "\n\n".join
                     st.lists(st.sampled_from(["x = 1", "build:\n\tgo test ./...", "\treturn 0", "echo done", "a b"]),
                              min_size=2, max_size=4))
 _paragraphs = st.one_of(paragraph_texts, paragraph_texts, _short_words, _HEADINGS, _tabbed, _fenced)
-# One paragraph of 300 to 6000 words, longer than every budget below it: a reader that cuts a long paragraph by a
+# One paragraph of 300 to 600 words, longer than every budget below it: a reader that cuts a long paragraph by a
 # rule of thumb of its own, past some length, lands over the budget. Its words are short, so they count far more
-# than four bytes a token would say.
+# than four bytes a token would say. (Within the source's usual size; vectors/provider/budget/one-long-paragraph
+# and the large sources go further.)
 _LONG_WORDS = ["a", "to", "the", "x=1", "if", "run", "é", "cache", "\t", "tests;"]
 _long_paragraphs = st.builds(lambda start, n: " ".join(_LONG_WORDS[(start + i * i) % len(_LONG_WORDS)]
                                                        for i in range(n)).replace(" \t ", "\t"),
-                             st.integers(0, len(_LONG_WORDS) - 1), st.integers(300, 6000))
+                             st.integers(0, len(_LONG_WORDS) - 1), st.integers(300, 600))
 # Authoring artifacts a reader may strip (context/data-types.md#stripping-non-semantic-artifacts).
 _FRONT_MATTERS = st.sampled_from(["", "", "---\ntitle: Internal\n---\n", "+++\ntitle = 'x'\n+++\n"])
 _COMMENTS = st.sampled_from(["<!-- a note -->", "<!--\nspanning\nlines\n-->", "text <!-- inline --> after"])
