@@ -516,9 +516,9 @@ class Checker:
         context/README.md#firing-cadence--jit-loading), but its words under its label follow its files only, which
         are unedited until the next Configure: the same (provider, label) marked static reads the same at every
         such firing for one budget, model and session (a provider may tailor its content to the model, or take
-        less than a budget that holds it all). A note of the
-        request itself (the files touched, say) changes with it, which a section marked dynamic may do
-        (R-SECTION-STABILITY-DECLARED). What reads otherwise, in words; the first text of each is kept."""
+        less than a budget that holds it all). A note of the request itself (the files touched, say) changes
+        with it, which a section marked dynamic may do (R-SECTION-STABILITY-DECLARED). What reads otherwise, in
+        words; the first text of each is kept."""
         scope = json.dumps([record.request.get(k) for k in ("token_budget", "model_target", "session_id",
                                                             "parent_session_id", "working_directory")], sort_keys=True)
         changed, words = [], {}
@@ -890,13 +890,9 @@ def _seen_through(lines: list[str], sources: list[_Source]) -> list[str]:
     own); at either end, a whole line of the source that does not run on into the line beside it (a heading
     it repeats). A line that is a piece of a source line stays: it may be the cut itself, or a word of a
     summary, which nothing tells apart. The last line left is kept."""
-    def found(line: str) -> bool:
-        return any(s.holds(line) for s in sources)
-
-    def added(line: str, pair: str) -> bool:
-        return not found(line) or (
-            any(line in s.line_set for s in sources) and not any(s.holds(pair) for s in sources))
-    lines = [line for line in lines if found(line)] or lines[-1:]
+    def added(line: str, pair: str) -> bool:  # at an end: a whole line of the source standing apart
+        return any(line in s.line_set for s in sources) and not any(s.holds(pair) for s in sources)
+    lines = [line for line in lines if any(s.holds(line) for s in sources)] or lines[-1:]
     start, end = 0, len(lines)
     while end - start > 1 and added(lines[start], f"{lines[start]} {lines[start + 1]}"):
         start += 1
